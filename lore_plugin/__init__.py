@@ -1,0 +1,3 @@
+"""Lore: long-term memory for Claude Code."""
+
+__version__ = "0.1.0"

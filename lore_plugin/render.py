@@ -1,0 +1,103 @@
+"""Compact, readable text for fragments, trees and topics: what the model reads in tool
+answers and what a person reads in the terminal."""
+
+from __future__ import annotations
+
+import time
+
+from .types import Fragment, ScoredFragment, TopicSummary, TreeNode, depth_name
+
+ID_CHARS = 12  # unique prefixes of 8+ characters are accepted back
+CONTENT_CHARS = 300
+
+
+def short_id(fid: str) -> str:
+    return fid[:ID_CHARS]
+
+
+def clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d", time.localtime(ts))
+
+
+def fragment_line(frag: Fragment, score: float | None = None, content: bool = True,
+                  content_chars: int = CONTENT_CHARS) -> str:
+    bits = [f"[{short_id(frag.id)}] {depth_name(frag.depth)} · {clip(frag.summary, 160)}"]
+    meta = [f"relevance {frag.relevance_score:.2f}", when(frag.created_at)]
+    if score is not None:
+        meta.insert(0, f"match {score:.2f}")
+    if frag.superseded_by:
+        meta.append(f"superseded by {short_id(frag.superseded_by)}")
+    bits[0] += f"  ({', '.join(meta)})"
+    if content and frag.content and frag.content.strip() != frag.summary.strip():
+        bits.append("    " + clip(frag.content, content_chars))
+    return "\n".join(bits)
+
+
+def recall_text(query: str, depth: int, results: list[ScoredFragment], keyword_only: bool) -> str:
+    if not results:
+        return (f"Nothing in memory matches '{clip(query, 80)}' at depth {depth}. "
+                "Try depth 0 or list_topics to see what is known.")
+    head = f"{len(results)} {depth_name(depth)}-level memories for '{clip(query, 80)}'"
+    if keyword_only:
+        head += " (keyword search only: the embedding model is not loaded)"
+    lines = [head + ":"]
+    lines += [fragment_line(r.fragment, r.score) for r in results]
+    lines.append("Drill down with traverse_memory(fragment_id, 'children').")
+    return "\n".join(lines)
+
+
+def tree_text(node: TreeNode, max_nodes: int = 60) -> str:
+    lines: list[str] = []
+
+    def walk(n: TreeNode, indent: int) -> None:
+        if len(lines) >= max_nodes:
+            return
+        f = n.fragment
+        pad = "  " * indent
+        lines.append(f"{pad}- [{short_id(f.id)}] {clip(f.summary, 140)} "
+                     f"({depth_name(f.depth)}, relevance {f.relevance_score:.2f})")
+        if f.content and f.content.strip() != f.summary.strip() and f.depth >= 2:
+            lines.append(f"{pad}    {clip(f.content, 200)}")
+        for child in n.children:
+            walk(child, indent + 1)
+
+    walk(node, 0)
+    total = _count(node)
+    if total > max_nodes:
+        lines.append(f"… {total - max_nodes} more; traverse_memory a branch to see it all.")
+    return "\n".join(lines)
+
+
+def _count(node: TreeNode) -> int:
+    return 1 + sum(_count(c) for c in node.children)
+
+
+def topics_text(topics: list[TopicSummary], max_topics: int = 60) -> str:
+    if not topics:
+        return "Memory is empty: no topics yet."
+    lines = [f"{len(topics)} topics:"]
+    for t in topics[:max_topics]:
+        f = t.fragment
+        lines.append(f"- [{short_id(f.id)}] {clip(f.summary, 100)} — {t.fragment_count} "
+                     f"fragments, relevance {f.relevance_score:.2f}"
+                     + (f"\n    {clip(f.content, 160)}" if f.content and f.content != f.summary else ""))
+    if len(topics) > max_topics:
+        lines.append(f"… and {len(topics) - max_topics} more; query_memory at depth 0 to search them.")
+    return "\n".join(lines)
+
+
+def neighbours_text(title: str, frags: list[Fragment], extra: list[str] | None = None) -> str:
+    if not frags:
+        return f"{title}: none."
+    lines = [f"{title}:"]
+    for i, f in enumerate(frags):
+        line = fragment_line(f, content=True, content_chars=200)
+        if extra:
+            line = line.replace("\n", f" {extra[i]}\n", 1) if "\n" in line else f"{line} {extra[i]}"
+        lines.append(line)
+    return "\n".join(lines)

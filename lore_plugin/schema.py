@@ -1,0 +1,92 @@
+"""The numbered schema migrations. Each runs in one transaction with its version bump,
+so a failed migration leaves the database at the previous version, intact."""
+
+from __future__ import annotations
+
+# Version 1 is the seed schema, exactly; later versions are this design's additions.
+MIGRATIONS: list[str] = [
+    # 1: the seed
+    """
+    CREATE TABLE fragments (
+        id TEXT PRIMARY KEY,
+        content TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        depth INTEGER NOT NULL CHECK (depth >= 0),
+        embedding BLOB,
+        created_at REAL NOT NULL,
+        last_accessed REAL NOT NULL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        source_session TEXT,
+        superseded_by TEXT,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        importance REAL NOT NULL DEFAULT 0.5,
+        relevance_score REAL NOT NULL DEFAULT 1.0,
+        decay_rate REAL NOT NULL DEFAULT 0.03,
+        last_reinforced REAL NOT NULL
+    );
+    CREATE TABLE edges (
+        id TEXT PRIMARY KEY,
+        source TEXT NOT NULL REFERENCES fragments(id) ON DELETE CASCADE,
+        target TEXT NOT NULL REFERENCES fragments(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('hierarchical','associative','temporal','supersedes')),
+        weight REAL NOT NULL DEFAULT 1.0,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE watermarks (
+        file_path TEXT PRIMARY KEY,
+        byte_offset INTEGER NOT NULL DEFAULT 0,
+        last_processed REAL NOT NULL
+    );
+    CREATE INDEX idx_fragments_depth ON fragments(depth);
+    CREATE INDEX idx_fragments_relevance ON fragments(relevance_score);
+    CREATE INDEX idx_edges_source ON edges(source, kind);
+    CREATE INDEX idx_edges_target ON edges(target, kind);
+    """,
+    # 2: keyword search, projects, failure records, meta
+    """
+    ALTER TABLE fragments ADD COLUMN project TEXT;
+    CREATE INDEX idx_fragments_project ON fragments(project);
+    CREATE INDEX idx_fragments_superseded ON fragments(superseded_by);
+    CREATE UNIQUE INDEX idx_edges_unique ON edges(source, target, kind);
+    CREATE VIRTUAL TABLE fragments_fts USING fts5(
+        summary, content, content='fragments', content_rowid='rowid',
+        tokenize='porter unicode61'
+    );
+    CREATE TRIGGER fragments_fts_insert AFTER INSERT ON fragments BEGIN
+        INSERT INTO fragments_fts(rowid, summary, content)
+        VALUES (new.rowid, new.summary, new.content);
+    END;
+    CREATE TRIGGER fragments_fts_delete AFTER DELETE ON fragments BEGIN
+        INSERT INTO fragments_fts(fragments_fts, rowid, summary, content)
+        VALUES ('delete', old.rowid, old.summary, old.content);
+    END;
+    CREATE TRIGGER fragments_fts_update AFTER UPDATE OF summary, content ON fragments BEGIN
+        INSERT INTO fragments_fts(fragments_fts, rowid, summary, content)
+        VALUES ('delete', old.rowid, old.summary, old.content);
+        INSERT INTO fragments_fts(rowid, summary, content)
+        VALUES (new.rowid, new.summary, new.content);
+    END;
+    INSERT INTO fragments_fts(fragments_fts) VALUES ('rebuild');
+    CREATE TABLE ingest_failures (
+        file_path TEXT NOT NULL,
+        start_offset INTEGER NOT NULL,
+        end_offset INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 1,
+        last_error TEXT NOT NULL,
+        first_failed REAL NOT NULL,
+        next_retry REAL NOT NULL,
+        parked INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (file_path, start_offset)
+    );
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE consolidation_runs (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        dry_run INTEGER NOT NULL DEFAULT 0,
+        report TEXT NOT NULL DEFAULT '{}'
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,93 @@
+"""What `lore status` and the SessionStart brief report: the state of the database,
+the model, the LLM, ingestion and consolidation, and anything the user must fix."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .config import Settings
+
+
+def _size(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return "-"
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return "-"
+
+
+def problems(settings: Settings) -> list[str]:
+    """Short warnings a user should act on; cheap enough for the SessionStart hook."""
+    from .llm import llm_status
+
+    found = list(settings.warnings)
+    llm = llm_status(settings)
+    if llm.startswith("paused"):
+        found.append(f"extraction is {llm}")
+    if settings.db_path.exists():
+        from .store import Store
+
+        try:
+            store = Store(settings.db_path, readonly=True)
+            try:
+                parked = len(store.failures(parked_only=True))
+            finally:
+                store.close()
+        except Exception as exc:  # status must report, not crash
+            found.append(f"database unreadable: {exc}")
+        else:
+            if parked:
+                found.append(f"{parked} transcript batch(es) parked after repeated failures; "
+                             "run `lore ingest --retry-failed`")
+    return found
+
+
+def status_lines(settings: Settings) -> list[str]:
+    from .embedding import find_model_dir
+    from .llm import llm_status
+    from .store import Store
+
+    db = settings.db_path
+    lines = [f"database   {db} ({_size(db)}, WAL {_size(Path(str(db) + '-wal'))})"]
+    if db.exists():
+        store = Store(db, readonly=True)
+        try:
+            c = store.counts()
+            lines.append(f"schema     version {store.user_version()}")
+            lines.append(f"memory     {c['topics']} topics, {c['fragments']} fragments "
+                         f"({c['superseded']} superseded), {c['edges']} edges")
+            if c["without_embedding"]:
+                lines.append(f"           {c['without_embedding']} fragments await embeddings "
+                             "(`lore doctor --fix` fills them)")
+            marks = store.watermarks()
+            failures = store.failures()
+            parked = [f for f in failures if f["parked"]]
+            lines.append(f"ingestion  {len(marks)} transcripts tracked, {len(failures)} failing "
+                         f"batch(es), {len(parked)} parked")
+            for f in parked[:5]:
+                lines.append(f"           parked: {f['file_path']} @{f['start_offset']} "
+                             f"({f['attempts']} attempts): {f['last_error'][:120]}")
+            last = store.last_consolidation()
+            if last:
+                ago = (time.time() - last["finished_at"]) / 60
+                took = last["finished_at"] - last["started_at"]
+                counts = ", ".join(f"{k} {v}" for k, v in last["report"].items()
+                                   if isinstance(v, int) and v)
+                lines.append(f"consolidated {ago:.0f} min ago in {took:.2f}s: {counts or 'no changes'}")
+            else:
+                lines.append("consolidated never")
+        finally:
+            store.close()
+    else:
+        lines.append("memory     empty (no database yet)")
+    model = find_model_dir(settings.home / "models")
+    lines.append(f"embeddings {model or 'no local model (fastembed download on first use)'}")
+    lines.append(f"llm        {llm_status(settings)}")
+    lines.append(f"logs       {settings.log_dir}")
+    lines += [f"warning    {w}" for w in settings.warnings]
+    return lines

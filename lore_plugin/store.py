@@ -1,0 +1,518 @@
+"""The storage layer: the only module that imports apsw. Every SQL statement lives here.
+
+One `Store` wraps one connection. Readers open read-only; writers keep transactions short
+(`BEGIN IMMEDIATE`, so two writers queue on the busy timeout instead of deadlocking)."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import apsw
+import orjson
+
+from .errors import AmbiguousId, InvalidInput, LoreError, NotFound, SchemaTooNew
+from .relevance import MemoryState, decay_rate_for
+from .schema import MIGRATIONS, SCHEMA_VERSION
+from .types import Edge, Fragment, NewFragment
+
+BUSY_TIMEOUT_MS = 10_000
+FRAGMENT_COLUMNS = (
+    "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
+    "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata"
+)
+_ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{8,64}$")
+BusyError = apsw.BusyError  # re-exported so callers can retry without importing apsw
+
+
+class StoreError(LoreError):
+    pass
+
+
+def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
+    meta = orjson.loads(row[14]) if row[14] else {}
+    return Fragment(
+        id=row[0], content=row[1], summary=row[2], depth=row[3], created_at=row[4],
+        last_accessed=row[5], access_count=row[6], importance=row[7], decay_rate=row[8],
+        last_reinforced=row[9], relevance_score=row[10], source_session=row[11],
+        superseded_by=row[12], project=row[13], metadata=meta, parent_id=parent_id,
+    )
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Store:
+    def __init__(self, path: Path | str, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.readonly = readonly
+        if readonly:
+            if not self.path.exists():
+                Store(self.path).close()  # create and migrate once, then reopen read-only
+            flags = apsw.SQLITE_OPEN_READONLY
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        try:
+            self.conn = apsw.Connection(str(self.path), flags=flags)
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            if not readonly:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            version = self.user_version()
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open the memory database {self.path}: {exc}") from exc
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema version {version}, newer than this Lore "
+                f"({SCHEMA_VERSION}). Upgrade Lore; the database was left untouched."
+            )
+        if version < SCHEMA_VERSION:
+            if readonly:
+                raise StoreError(f"{self.path} needs a schema upgrade; open it writable first")
+            self.migrate()
+
+    # -- plumbing -----------------------------------------------------------------------
+    def close(self) -> None:
+        self.conn.close()
+
+    def user_version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self, target: int = SCHEMA_VERSION) -> None:
+        while (version := self.user_version()) < target:
+            with self.write():
+                # Re-check inside the lock: another process may have migrated meanwhile.
+                if self.user_version() != version:
+                    continue
+                self.conn.execute(MIGRATIONS[version])
+                self.conn.execute(f"PRAGMA user_version={version + 1}")
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[None]:
+        """One short write transaction; nested calls join the outer one."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[None]:
+        """A consistent snapshot across several SELECTs."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
+
+    def data_version(self) -> int:
+        """Changes whenever another connection commits: cheap cache invalidation."""
+        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    # -- fragments ----------------------------------------------------------------------
+    def insert(self, new: NewFragment, now: float, embedding: bytes | None = None,
+               parent_id: str | None = None) -> str:
+        fid = new.id or new_id()
+        created = new.created_at if new.created_at is not None else now
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO fragments (id, content, summary, depth, embedding, created_at, "
+                "last_accessed, access_count, source_session, metadata, importance, "
+                "relevance_score, decay_rate, last_reinforced, project) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
+                (fid, new.content, new.summary, new.depth, embedding, created, created,
+                 new.source_session, orjson.dumps(new.metadata).decode(), new.importance,
+                 new.importance * 1.3, decay_rate_for(new.importance), created, new.project),
+            )
+            if parent_id is not None:
+                self.link(parent_id, fid, "hierarchical", 1.0, now)
+        return fid
+
+    def get(self, fid: str) -> Fragment:
+        row = self.conn.execute(
+            f"SELECT {FRAGMENT_COLUMNS} FROM fragments WHERE id = ?", (fid,)).fetchone()
+        if row is None:
+            raise NotFound(f"no fragment with id {fid}; use query_memory or list_topics to find ids")
+        return _row_to_fragment(row, self.parent_id(fid))
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Fragment]:
+        out: dict[str, Fragment] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT {FRAGMENT_COLUMNS}, (SELECT source FROM edges WHERE target = f.id AND "
+                f"kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN ({marks})", chunk)
+            for row in rows:
+                out[row[0]] = _row_to_fragment(row, row[15])
+        return out
+
+    def resolve_id(self, given: str) -> str:
+        """Accepts a full id or a unique prefix of 8+ characters."""
+        given = given.strip().lower()
+        if not _ID_PREFIX.match(given):
+            raise InvalidInput(
+                f"'{given[:40]}' is not a fragment id: ids are hex, give at least 8 characters")
+        if self._one("SELECT 1 FROM fragments WHERE id = ?", (given,)):
+            return given
+        rows = self.conn.execute(
+            "SELECT id FROM fragments WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
+            (given, given + "\U0010ffff")).fetchall()
+        if not rows:
+            raise NotFound(f"no fragment id starts with {given}; use query_memory to find ids")
+        if len(rows) > 1:
+            shown = ", ".join(r[0][:12] for r in rows[:5])
+            raise AmbiguousId(f"{given} matches several fragments ({shown}); give more characters")
+        return str(rows[0][0])
+
+    def parent_id(self, fid: str) -> str | None:
+        return self._one(
+            "SELECT source FROM edges WHERE target = ? AND kind = 'hierarchical' LIMIT 1", (fid,))
+
+    def ancestors(self, fid: str) -> list[str]:
+        """Parent first, topic last."""
+        rows = self.conn.execute(
+            "WITH RECURSIVE up(id, n) AS (SELECT ?, 0 UNION ALL "
+            "SELECT e.source, up.n + 1 FROM edges e JOIN up ON e.target = up.id "
+            "WHERE e.kind = 'hierarchical' AND up.n < 32) SELECT id FROM up WHERE n > 0 ORDER BY n",
+            (fid,)).fetchall()
+        return [r[0] for r in rows]
+
+    def child_ids(self, fid: str, include_superseded: bool = False) -> list[str]:
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self.conn.execute(
+            "SELECT e.target FROM edges e JOIN fragments f ON f.id = e.target "
+            f"WHERE e.source = ? AND e.kind = 'hierarchical' {hide} "
+            "ORDER BY f.created_at, f.rowid", (fid,)).fetchall()
+        return [r[0] for r in rows]
+
+    def descendant_ids(self, fid: str, max_levels: int = 16,
+                       include_superseded: bool = False) -> list[tuple[str, int]]:
+        """(id, level below fid) breadth-first, fid itself excluded."""
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self.conn.execute(
+            "WITH RECURSIVE down(id, n) AS (SELECT ?, 0 UNION ALL "
+            "SELECT e.target, down.n + 1 FROM edges e JOIN down ON e.source = down.id "
+            "JOIN fragments f ON f.id = e.target "
+            f"WHERE e.kind = 'hierarchical' AND down.n < ? {hide}) "
+            "SELECT id, n FROM down WHERE n > 0", (fid, max_levels)).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def topic_ids(self, include_superseded: bool = False) -> list[str]:
+        hide = "" if include_superseded else "AND superseded_by IS NULL"
+        return [r[0] for r in self.conn.execute(
+            f"SELECT id FROM fragments WHERE depth = 0 {hide} ORDER BY relevance_score DESC")]
+
+    def topic_names(self, limit: int = 200) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
+            "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
+
+    def find_by_summary(self, summary: str, depth: int | None = None,
+                        parent_id: str | None = None) -> str | None:
+        sql = ("SELECT f.id FROM fragments f WHERE lower(f.summary) = lower(?) "
+               "AND f.superseded_by IS NULL")
+        params: list[Any] = [summary.strip()]
+        if depth is not None:
+            sql += " AND f.depth = ?"
+            params.append(depth)
+        if parent_id is not None:
+            sql += (" AND EXISTS (SELECT 1 FROM edges e WHERE e.target = f.id AND "
+                    "e.source = ? AND e.kind = 'hierarchical')")
+            params.append(parent_id)
+        return self._one(sql + " LIMIT 1", params)
+
+    def count_fragments(self, include_superseded: bool = True) -> int:
+        hide = "" if include_superseded else " WHERE superseded_by IS NULL"
+        return int(self._one(f"SELECT count(*) FROM fragments{hide}"))
+
+    def counts(self) -> dict[str, int]:
+        row = self.conn.execute(
+            "SELECT count(*), sum(depth = 0), sum(superseded_by IS NOT NULL), "
+            "sum(embedding IS NULL), (SELECT count(*) FROM edges) FROM fragments").fetchone()
+        keys = ("fragments", "topics", "superseded", "without_embedding", "edges")
+        return {k: int(v or 0) for k, v in zip(keys, row)}
+
+    # -- embeddings ---------------------------------------------------------------------
+    def embeddings_since(self, after_rowid: int) -> list[tuple[int, str, int, bytes]]:
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT rowid, id, depth, embedding FROM fragments WHERE rowid > ? AND embedding IS NOT "
+            "NULL AND superseded_by IS NULL ORDER BY rowid", (after_rowid,))]
+
+    def missing_embeddings(self, limit: int = 256) -> list[tuple[str, str]]:
+        """(id, text to embed) for fragments stored while no model was available."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT id, summary || '\n' || content FROM fragments WHERE embedding IS NULL "
+            "LIMIT ?", (limit,))]
+
+    def set_embeddings(self, pairs: Sequence[tuple[str, bytes]]) -> None:
+        with self.write():
+            self.conn.executemany(
+                "UPDATE fragments SET embedding = ? WHERE id = ?", [(b, i) for i, b in pairs])
+            self.bump_vector_epoch()
+
+    def bump_vector_epoch(self) -> None:
+        """In-memory vector indexes reload fully when this changes; appends need no bump."""
+        self.conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('vector_epoch', '1') ON CONFLICT(key) "
+            "DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)")
+
+    def vector_epoch(self) -> tuple[str, int]:
+        epoch = self._one("SELECT value FROM meta WHERE key = 'vector_epoch'") or "0"
+        return epoch, int(self._one("SELECT max(rowid) FROM fragments") or 0)
+
+    def embedding_of(self, fid: str) -> bytes | None:
+        return self._one("SELECT embedding FROM fragments WHERE id = ?", (fid,))
+
+    # -- keyword search -----------------------------------------------------------------
+    def keyword_search(self, match: str, limit: int) -> list[tuple[str, float]]:
+        """(id, bm25) best first, for an FTS5 MATCH expression built by the caller."""
+        try:
+            rows = self.conn.execute(
+                "SELECT f.id, bm25(fragments_fts, 2.0, 1.0) AS r FROM fragments_fts "
+                "JOIN fragments f ON f.rowid = fragments_fts.rowid "
+                "WHERE fragments_fts MATCH ? ORDER BY r LIMIT ?", (match, limit)).fetchall()
+        except apsw.SQLError:
+            return []  # an expression FTS5 cannot parse finds nothing rather than failing
+        return [(r[0], r[1]) for r in rows]
+
+    # -- memory state -------------------------------------------------------------------
+    def memory_states(self, ids: Sequence[str]) -> dict[str, MemoryState]:
+        out: dict[str, MemoryState] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                    "SELECT id, access_count, decay_rate, last_accessed, last_reinforced "
+                    f"FROM fragments WHERE id IN ({marks})", chunk):
+                out[r[0]] = MemoryState(r[1], r[2], r[3], r[4])
+        return out
+
+    def save_memory_states(self, states: dict[str, tuple[MemoryState, float]]) -> None:
+        """id -> (new state, new relevance score)."""
+        with self.write():
+            self.conn.executemany(
+                "UPDATE fragments SET access_count = ?, decay_rate = ?, last_accessed = ?, "
+                "last_reinforced = ?, relevance_score = ? WHERE id = ?",
+                [(s.access_count, s.decay_rate, s.last_accessed, s.last_reinforced, r, i)
+                 for i, (s, r) in states.items()])
+
+    def relevance_inputs(self) -> Iterator[tuple[Any, ...]]:
+        """(rowid, importance, access_count, decay_rate, last_reinforced) for every fragment."""
+        return self.conn.execute(
+            "SELECT rowid, importance, access_count, decay_rate, last_reinforced FROM fragments")
+
+    def set_relevance_by_rowid(self, pairs: Sequence[tuple[float, int]]) -> None:
+        with self.write():
+            self.conn.executemany("UPDATE fragments SET relevance_score = ? WHERE rowid = ?", pairs)
+
+    def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
+                    embedding: bytes | None = None) -> None:
+        with self.write():
+            if summary is not None:
+                self.conn.execute("UPDATE fragments SET summary = ? WHERE id = ?", (summary, fid))
+            if content is not None:
+                self.conn.execute("UPDATE fragments SET content = ? WHERE id = ?", (content, fid))
+            if embedding is not None:
+                self.conn.execute("UPDATE fragments SET embedding = ? WHERE id = ?", (embedding, fid))
+                self.bump_vector_epoch()
+
+    def set_metadata(self, fid: str, metadata: dict[str, Any]) -> None:
+        with self.write():
+            self.conn.execute("UPDATE fragments SET metadata = ? WHERE id = ?",
+                              (orjson.dumps(metadata).decode(), fid))
+
+    # -- edges --------------------------------------------------------------------------
+    def link(self, source: str, target: str, kind: str, weight: float, now: float) -> None:
+        """Idempotent: an existing edge of the same kind keeps the larger weight."""
+        if source == target:
+            raise InvalidInput("a fragment cannot be linked to itself")
+        with self.write():
+            if kind == "hierarchical":
+                # One parent only: re-linking a child moves it.
+                self.conn.execute(
+                    "DELETE FROM edges WHERE target = ? AND kind = 'hierarchical'", (target,))
+            self.conn.execute(
+                "INSERT INTO edges (id, source, target, kind, weight, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(source, target, kind) "
+                "DO UPDATE SET weight = max(weight, excluded.weight)",
+                (new_id(), source, target, kind, weight, now))
+
+    def edges_of(self, fid: str, kinds: Sequence[str] = ("associative", "temporal", "supersedes"),
+                 ) -> list[Edge]:
+        marks = ",".join("?" * len(kinds))
+        rows = self.conn.execute(
+            f"SELECT id, source, target, kind, weight, created_at FROM edges "
+            f"WHERE (source = ? OR target = ?) AND kind IN ({marks}) ORDER BY weight DESC",
+            (fid, fid, *kinds)).fetchall()
+        return [Edge(*r) for r in rows]
+
+    def edges_by_kind(self, kind: str) -> list[Edge]:
+        return [Edge(*r) for r in self.conn.execute(
+            "SELECT id, source, target, kind, weight, created_at FROM edges WHERE kind = ?",
+            (kind,))]
+
+    def decay_edges(self, kind: str, factor: float, prune_below: float) -> tuple[int, int]:
+        with self.write():
+            self.conn.execute("UPDATE edges SET weight = weight * ? WHERE kind = ?", (factor, kind))
+            decayed = self.conn.changes()
+            self.conn.execute("DELETE FROM edges WHERE kind = ? AND weight < ?", (kind, prune_below))
+            pruned = self.conn.changes()
+        return decayed, pruned
+
+    # -- supersession, deletion ---------------------------------------------------------
+    def supersede(self, old: str, new: str, now: float) -> None:
+        if old == new:
+            raise InvalidInput("a fragment cannot supersede itself")
+        with self.write():
+            self.conn.execute("UPDATE fragments SET superseded_by = ? WHERE id = ?", (new, old))
+            self.link(new, old, "supersedes", 1.0, now)
+            self.bump_vector_epoch()
+
+    def reparent_children(self, fid: str, new_parent: str | None, now: float) -> int:
+        children = self.child_ids(fid, include_superseded=True)
+        with self.write():
+            for child in children:
+                if new_parent is None:
+                    self.conn.execute("DELETE FROM edges WHERE target = ? AND kind = 'hierarchical'",
+                                      (child,))
+                else:
+                    self.link(new_parent, child, "hierarchical", 1.0, now)
+        return len(children)
+
+    def delete(self, fid: str, now: float) -> None:
+        """Deletes one fragment; its children move to its parent first. The FTS row goes with
+        it (trigger), edges cascade, and supersession pointers to it are cleared."""
+        with self.write():
+            parent = self.parent_id(fid)
+            self.reparent_children(fid, parent, now)
+            self.conn.execute("UPDATE fragments SET superseded_by = NULL WHERE superseded_by = ?",
+                              (fid,))
+            self.conn.execute("DELETE FROM fragments WHERE id = ?", (fid,))
+            self.bump_vector_epoch()
+
+    # -- watermarks, failures, meta -----------------------------------------------------
+    def watermark(self, file_path: str) -> int:
+        return int(self._one("SELECT byte_offset FROM watermarks WHERE file_path = ?",
+                             (file_path,)) or 0)
+
+    def set_watermark(self, file_path: str, offset: int, now: float) -> None:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO watermarks (file_path, byte_offset, last_processed) VALUES (?, ?, ?) "
+                "ON CONFLICT(file_path) DO UPDATE SET byte_offset = excluded.byte_offset, "
+                "last_processed = excluded.last_processed", (file_path, offset, now))
+
+    def watermarks(self) -> dict[str, int]:
+        return {r[0]: r[1] for r in self.conn.execute(
+            "SELECT file_path, byte_offset FROM watermarks")}
+
+    def record_failure(self, file_path: str, start: int, end: int, error: str, now: float,
+                       backoff: float, park_after: int) -> int:
+        """Returns the attempt count; the batch is parked once it reaches park_after."""
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO ingest_failures (file_path, start_offset, end_offset, last_error, "
+                "first_failed, next_retry) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(file_path, start_offset) DO UPDATE SET attempts = attempts + 1, "
+                "end_offset = excluded.end_offset, last_error = excluded.last_error",
+                (file_path, start, end, error[:2000], now, now + backoff))
+            attempts = int(self._one(
+                "SELECT attempts FROM ingest_failures WHERE file_path = ? AND start_offset = ?",
+                (file_path, start)))
+            delay = backoff * (2 ** (attempts - 1))
+            self.conn.execute(
+                "UPDATE ingest_failures SET next_retry = ?, parked = ? "
+                "WHERE file_path = ? AND start_offset = ?",
+                (now + delay, int(attempts >= park_after), file_path, start))
+        return attempts
+
+    def failure(self, file_path: str) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT start_offset, attempts, next_retry, parked, last_error FROM ingest_failures "
+            "WHERE file_path = ? ORDER BY start_offset LIMIT 1", (file_path,)).fetchone()
+        if row is None:
+            return None
+        return dict(zip(("start_offset", "attempts", "next_retry", "parked", "last_error"), row))
+
+    def failures(self, parked_only: bool = False) -> list[dict[str, Any]]:
+        where = "WHERE parked = 1" if parked_only else ""
+        cols = ("file_path", "start_offset", "end_offset", "attempts", "last_error",
+                "next_retry", "parked")
+        return [dict(zip(cols, r)) for r in self.conn.execute(
+            f"SELECT {', '.join(cols)} FROM ingest_failures {where} ORDER BY first_failed")]
+
+    def clear_failure(self, file_path: str) -> None:
+        with self.write():
+            self.conn.execute("DELETE FROM ingest_failures WHERE file_path = ?", (file_path,))
+
+    def unpark_all(self, now: float) -> int:
+        with self.write():
+            self.conn.execute(
+                "UPDATE ingest_failures SET parked = 0, attempts = 0, next_retry = ?", (now,))
+            return self.conn.changes()
+
+    def get_meta(self, key: str) -> str | None:
+        return self._one("SELECT value FROM meta WHERE key = ?", (key,))
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+
+    def record_consolidation(self, started: float, finished: float, dry_run: bool,
+                             report: dict[str, Any]) -> None:
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO consolidation_runs (started_at, finished_at, dry_run, report) "
+                "VALUES (?, ?, ?, ?)", (started, finished, int(dry_run), orjson.dumps(report).decode()))
+            if not dry_run:
+                self.set_meta("last_consolidation", repr(finished))
+
+    def last_consolidation(self) -> dict[str, Any] | None:
+        row = self.conn.execute(
+            "SELECT started_at, finished_at, report FROM consolidation_runs WHERE dry_run = 0 "
+            "ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return {"started_at": row[0], "finished_at": row[1], "report": orjson.loads(row[2])}
+
+    # -- maintenance --------------------------------------------------------------------
+    def integrity_check(self) -> list[str]:
+        return [r[0] for r in self.conn.execute("PRAGMA integrity_check")]
+
+    def rebuild_fts(self) -> None:
+        with self.write():
+            self.conn.execute("INSERT INTO fragments_fts(fragments_fts) VALUES ('rebuild')")
+
+    def fts_consistent(self) -> bool:
+        try:
+            self.conn.execute("INSERT INTO fragments_fts(fragments_fts, rank) VALUES ('integrity-check', 1)")
+        except apsw.Error:
+            return False
+        return True
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """For maintenance code and tests that need an ad-hoc read; callers pass parameters."""
+        return [tuple(r) for r in self.conn.execute(sql, params)]

@@ -1,0 +1,112 @@
+"""Plain frozen value types shared by every layer. No I/O here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Literal
+
+EMBED_DIM = 384
+
+Importance = Literal["high", "medium", "low"]
+EdgeKind = Literal["hierarchical", "associative", "temporal", "supersedes"]
+Direction = Literal["children", "parent", "associations"]
+
+
+class Depth(IntEnum):
+    TOPIC = 0
+    CONCEPT = 1
+    FACT = 2
+    DETAIL = 3
+
+
+def depth_name(depth: int) -> str:
+    return ("topic", "concept", "fact")[depth] if depth < 3 else "detail"
+
+
+@dataclass(frozen=True)
+class Fragment:
+    id: str
+    content: str
+    summary: str
+    depth: int
+    created_at: float  # unix seconds
+    last_accessed: float
+    access_count: int
+    importance: float
+    decay_rate: float  # per day
+    last_reinforced: float
+    relevance_score: float
+    source_session: str | None = None
+    superseded_by: str | None = None
+    project: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    parent_id: str | None = None  # filled by queries that join the hierarchy
+
+
+@dataclass(frozen=True)
+class NewFragment:
+    """A fragment about to be inserted: what the caller decides; the store fills the rest."""
+
+    content: str
+    summary: str
+    depth: int
+    importance: float = 0.5
+    source_session: str | None = None
+    project: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: float | None = None  # defaults to now
+    id: str | None = None  # defaults to a fresh uuid4 hex
+
+
+@dataclass(frozen=True)
+class Edge:
+    id: str
+    source: str
+    target: str
+    kind: str
+    weight: float
+    created_at: float
+
+
+@dataclass(frozen=True)
+class ScoredFragment:
+    fragment: Fragment
+    score: float  # final blended score, higher is better
+    similarity: float = 0.0  # cosine similarity to the query (0 when not embedded)
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    fragment: Fragment
+    children: tuple[TreeNode, ...] = ()
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    fragment: Fragment
+    fragment_count: int  # descendants, not counting the topic itself
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One kept conversational turn from a transcript."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    timestamp: str | None = None  # ISO 8601 as written by Claude Code
+    uuid: str | None = None
+    is_sidechain: bool = False
+
+
+@dataclass(frozen=True)
+class HookEvent:
+    """The normalised stdin payload of a Claude Code hook."""
+
+    event: str
+    session_id: str
+    transcript_path: str | None
+    cwd: str | None
+    source: str | None = None  # SessionStart
+    reason: str | None = None  # SessionEnd
+    stop_hook_active: bool = False  # Stop

@@ -1,0 +1,80 @@
+"""Shared fixtures: a fresh database file per test, the real embedding model (loaded once
+per session), and an injectable clock."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.embedding import FastEmbedder
+from lore_plugin.memory import Memory
+
+ROOT = Path(__file__).resolve().parent.parent
+# Real Claude Code 2.1.197 transcripts and hook payloads, copied from ../shared/fixtures.
+FIXTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.197"
+MODEL_CACHE = Path(os.environ.get("LORE_TEST_MODEL_CACHE", Path.home() / ".cache" / "lore-tests" / "models"))
+DAY = 86400.0
+
+
+class Clock:
+    """A settable clock: tests move time by days instead of sleeping."""
+
+    def __init__(self, now: float = 1_750_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, days: float = 0.0, seconds: float = 0.0) -> None:
+        self.now += days * DAY + seconds
+
+
+@pytest.fixture(scope="session")
+def embedder() -> FastEmbedder:
+    model = FastEmbedder(MODEL_CACHE)
+    assert model.available, f"the real embedding model must load: {model.failure}"
+    return model
+
+
+@pytest.fixture()
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No test touches the developer's ~/.lore or config."""
+    home = tmp_path / "lore-home"
+    monkeypatch.setenv("LORE_HOME", str(home))
+    monkeypatch.setenv("LORE_DB_PATH", str(home / "memory.db"))
+    monkeypatch.setenv("LORE_TEST_MODEL_CACHE", str(MODEL_CACHE))
+    monkeypatch.delenv("LORE_CONFIG", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    return home
+
+
+@pytest.fixture()
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture()
+def memory(db_path: Path, embedder: FastEmbedder, clock: Clock) -> Memory:
+    mem = Memory(db_path, embedder, clock=clock, project="/work/project-a")
+    yield mem
+    mem.close()
+
+
+def python_env(**extra: str) -> dict[str, str]:
+    """Environment for subprocesses that must import this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+PYTHON = sys.executable
