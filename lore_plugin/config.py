@@ -37,6 +37,9 @@ class Settings:
     prune_age_days: float = 30.0
     session_brief: bool = True
     stale_tail_secs: float = 300.0
+    retry_backoff_secs: float = 60.0  # doubles after each failed attempt
+    park_after: int = 5  # failed attempts before a batch is parked for `lore ingest --retry-failed`
+    batch_bytes: int = 512 * 1024  # transcript bytes read per extraction call
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property
@@ -58,6 +61,10 @@ _KEYS: dict[tuple[str, str], tuple[str, type]] = {
     ("ingestion", "claude_model"): ("claude_model", str),
     ("ingestion", "max_requests_per_hour"): ("max_requests_per_hour", int),
     ("ingestion", "llm_timeout_secs"): ("llm_timeout_secs", float),
+    ("ingestion", "retry_backoff_secs"): ("retry_backoff_secs", float),
+    ("ingestion", "park_after"): ("park_after", int),
+    ("ingestion", "batch_bytes"): ("batch_bytes", int),
+    ("ingestion", "stale_tail_secs"): ("stale_tail_secs", float),
     ("consolidation", "interval_secs"): ("consolidation_interval_secs", float),
     ("consolidation", "similarity_threshold"): ("similarity_threshold", float),
     ("consolidation", "merge_threshold"): ("merge_threshold", float),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-import uuid
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragme
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    return os.urandom(16).hex()  # as random as uuid4, without importing uuid
 
 
 class Store:

@@ -1,0 +1,45 @@
+"""The SessionStart memory brief: what Lore knows that matters here, in under 1,500
+characters, plus anything the user must fix. Reads only; never needs the model."""
+
+from __future__ import annotations
+
+from .config import Settings
+from .render import clip, short_id
+
+LIMIT = 1500
+TOPICS = 8
+HOW_TO = ("Before answering about earlier work, decisions or this codebase, call "
+          "query_memory(topic, depth=1), then traverse_memory(id, 'children') to drill down; "
+          "store_memory records new decisions.")
+
+
+def session_brief(settings: Settings, cwd: str | None) -> str | None:
+    from .memory import Memory
+    from .status import problems
+    from .transcript import project_key
+
+    topics = []
+    project = project_key(cwd) if cwd else None
+    if settings.db_path.exists():
+        memory = Memory(settings.db_path, None, project=project)
+        try:
+            topics = memory.topics()
+        finally:
+            memory.close()
+    warnings = problems(settings)
+    tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
+    if not topics:
+        return "\n".join(tail) or None
+    here = sum(1 for t in topics if project and t.fragment.project == project)
+    head = (f"Lore long-term memory: {len(topics)} topics"
+            + (f" ({here} from this project)" if here else "") + ". Top topics:")
+    tail.insert(0, HOW_TO)
+    body: list[str] = []
+    budget = LIMIT - len(head) - sum(len(x) + 1 for x in tail) - 1
+    for t in topics[:TOPICS]:
+        line = f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} ({t.fragment_count} fragments)"
+        if len(line) + 1 > budget:
+            break
+        body.append(line)
+        budget -= len(line) + 1
+    return "\n".join([head, *body, *tail])[:LIMIT]

@@ -1,0 +1,169 @@
+"""Claude Code hook entry points: parse stdin, decide, detach, return.
+
+    python -m lore_plugin.hooks session-start|stop|session-end  < payload.json
+
+Imports nothing heavy (no anthropic, mcp, fastembed or numpy): Stop runs after every turn,
+so its time is the user's. Slow work goes to a double-forked worker whose stdio is not
+Claude Code's (Claude Code waits for a hook's stdout and stderr to close). Every failure is
+caught at this outermost edge, logged, and turned into exit code 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from .config import Settings, load_settings
+from .types import HookEvent
+
+MAX_STDIN = 1 << 20
+BRIEF_LIMIT = 1500
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+def parse_event(raw: bytes, name: str) -> HookEvent:
+    import json
+
+    data = json.loads(raw or b"{}")
+    if not isinstance(data, dict):
+        raise ValueError("hook payload is not a JSON object")
+    session = str(data.get("session_id") or "")
+    if not _SESSION_ID.match(session):
+        session = ""
+    return HookEvent(
+        event=str(data.get("hook_event_name") or name), session_id=session,
+        transcript_path=_valid_transcript(data.get("transcript_path")),
+        cwd=data.get("cwd") if isinstance(data.get("cwd"), str) else None,
+        source=data.get("source"), reason=data.get("reason"),
+        stop_hook_active=bool(data.get("stop_hook_active")))
+
+
+def _valid_transcript(value: object) -> str | None:
+    """Only an absolute path to a .jsonl file is accepted from the outside."""
+    if not isinstance(value, str) or "\x00" in value or not value.endswith(".jsonl"):
+        return None
+    path = Path(value)
+    return str(path) if path.is_absolute() else None
+
+
+def spawn_worker(settings: Settings, *args: str) -> None:
+    """Starts `python -m lore_plugin.worker ARGS` fully detached: double fork + setsid, so it
+    survives Claude Code killing the hook's process tree, with stdio on /dev/null and a log."""
+    cmd = [sys.executable, "-m", "lore_plugin.worker", *args]
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.log_dir / "worker.out"
+    if os.name != "posix":  # pragma: no cover - Windows
+        import subprocess
+
+        flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        with open(log_path, "ab") as out:
+            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                             creationflags=flags, close_fds=True)
+        return
+    pid = os.fork()
+    if pid == 0:  # child: new session, fork again, exit so the grandchild is orphaned
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDONLY)
+                out = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                os.dup2(null, 0)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                os.closerange(3, 1024)
+                os.execv(sys.executable, cmd)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _watermark(settings: Settings, transcript: str) -> int:
+    if not settings.db_path.exists():
+        return 0
+    from .store import Store
+
+    store = Store(settings.db_path, readonly=True)
+    try:
+        return store.watermark(transcript)
+    finally:
+        store.close()
+
+
+def on_stop(event: HookEvent, settings: Settings) -> None:
+    if not event.transcript_path:
+        return
+    from .transcript import count_turns_fast
+
+    pending = count_turns_fast(event.transcript_path, _watermark(settings, event.transcript_path))
+    if pending >= settings.batch_size:
+        spawn_worker(settings, "ingest", event.transcript_path, "--session", event.session_id)
+
+
+def on_session_end(event: HookEvent, settings: Settings) -> None:
+    if event.transcript_path and Path(event.transcript_path).exists():
+        spawn_worker(settings, "ingest", event.transcript_path, "--session", event.session_id)
+
+
+def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    projects = None
+    if event.transcript_path:
+        projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
+    spawn_worker(settings, "sweep", *(["--projects", projects] if projects else []))
+    if not settings.session_brief:
+        return None
+    from .brief import session_brief
+
+    return session_brief(settings, event.cwd)
+
+
+def run(name: str, raw: bytes, settings: Settings) -> str | None:
+    event = parse_event(raw, name)
+    if name == "stop":
+        on_stop(event, settings)
+    elif name == "session-end":
+        on_session_end(event, settings)
+    elif name == "session-start":
+        brief = on_session_start(event, settings)
+        if brief:
+            import json
+
+            return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                                      "additionalContext": brief}})
+    return None
+
+
+def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> None:
+    try:
+        import traceback
+
+        log_dir = settings.log_dir if settings else Path.home() / ".lore" / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name} failed: "
+                     f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}\n")
+    except Exception:  # nowhere to log: stay silent rather than break the session
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    name = argv[0] if argv else "unknown"
+    if os.environ.get("LORE_DISABLE"):
+        return 0  # Lore's own nested `claude -p`: never feed it back into memory
+    settings = None
+    try:
+        raw = sys.stdin.buffer.read(MAX_STDIN)
+        settings = load_settings()
+        output = run(name, raw, settings)
+        if output:
+            sys.stdout.write(output)
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - a hook must never fail the session
+        _log_failure(settings, name, exc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

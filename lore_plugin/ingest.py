@@ -1,0 +1,308 @@
+"""Transcript delta → knowledge, exactly once.
+
+watermark → parse complete lines → redact → extract (LLM) → match topics → embed → one write
+transaction holding the new fragments, their edges *and* the new watermark. A crash before
+the commit reprocesses the batch; a crash after it has nothing left to do. The caller holds
+the per-transcript lock (worker.py)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from . import relevance as rel
+from .config import Settings
+from .embedding import Embedder, to_blob
+from .errors import LLMError
+from .extract import Extraction, extract_knowledge
+from .llm import LLM
+from .memory import Clock, Memory, embedding_text
+from .redact import redact
+from .store import Store
+from .transcript import Delta, project_key, read_delta, render_turns
+from .types import NewFragment, Turn
+
+log = logging.getLogger(__name__)
+MAX_PROMPT_CHARS = 60_000
+MAX_TURN_CHARS = 8_000
+MIN_BATCH_BYTES = 16 * 1024
+TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
+CORRECTION_MATCH = 0.55
+RELATION_MATCH = 0.6
+
+
+@dataclass
+class IngestReport:
+    batches: int = 0
+    fragments: int = 0
+    supersessions: int = 0
+    links: int = 0
+    failed: str | None = None
+    skipped: str | None = None
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Planned:
+    key: int
+    new: NewFragment
+    parent_key: int | None = None  # index of a planned parent ...
+    parent_id: str | None = None  # ... or the id of an existing one
+    parent_summary: str | None = None
+    fid: str | None = None
+    vector: Any = None
+
+
+def _clipped(turns: list[Turn]) -> list[Turn]:
+    """A pasted log or file dump is not knowledge-sized; its head is enough context."""
+    return [t if len(t.text) <= MAX_TURN_CHARS else replace(t, text=t.text[:MAX_TURN_CHARS] + " […]")
+            for t in turns]
+
+
+def _timestamp(delta: Delta, fallback: float) -> float:
+    for turn in reversed(delta.turns):
+        if turn.timestamp:
+            try:
+                return datetime.fromisoformat(turn.timestamp.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return fallback
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, llm: LLM, embedder: Embedder | None,
+                 clock: Clock = time.time) -> None:
+        self.settings = settings
+        self.llm = llm
+        self.embedder = embedder
+        self.clock = clock
+
+    def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
+               ignore_backoff: bool = False) -> IngestReport:
+        """Processes every complete unread line of one transcript, batch by batch."""
+        report = IngestReport(files=[str(path)])
+        memory = Memory(self.settings.db_path, self.embedder, self.clock)
+        try:
+            self._loop(memory, path, session_id, report, retry_parked, ignore_backoff)
+        finally:
+            memory.close()
+        return report
+
+    def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,
+              retry_parked: bool, ignore_backoff: bool) -> None:
+        store, key = memory.writer, str(path)
+        budget = self.settings.batch_bytes
+        while True:
+            failure = store.failure(key)
+            if failure and failure["parked"] and not retry_parked:
+                report.skipped = "parked"
+                return
+            if failure and failure["next_retry"] > self.clock() and not (ignore_backoff or retry_parked):
+                report.skipped = "backing off"
+                return
+            offset = store.watermark(key)
+            delta = read_delta(path, offset, max_bytes=budget)
+            if delta.missing:
+                report.skipped = "missing"
+                return
+            if delta.truncated:
+                # Transcripts are append-only, so a shorter file is a different file: read it anew.
+                log.warning("%s shrank below its watermark %d; reading it from the start", path, offset)
+                store.set_watermark(key, 0, self.clock())
+                continue
+            if delta.end_offset <= offset:
+                return  # no complete line yet
+            text = redact(render_turns(_clipped(delta.turns))).strip()
+            if len(text) > MAX_PROMPT_CHARS and budget > MIN_BATCH_BYTES:
+                budget //= 2  # a smaller slice of the file makes a prompt that fits
+                continue
+            budget = self.settings.batch_bytes
+            memory.project = project_key(delta.cwd) if delta.cwd else memory.project
+            if not text:
+                store.set_watermark(key, delta.end_offset, self.clock())  # only noise here
+                continue
+            try:
+                extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
+                                               store.topic_names())
+            except LLMError as exc:
+                attempts = store.record_failure(
+                    key, offset, delta.end_offset, str(exc), self.clock(),
+                    self.settings.retry_backoff_secs, self.settings.park_after)
+                log.warning("extraction failed for %s @%d (attempt %d): %s", path, offset, attempts, exc)
+                report.failed = str(exc)
+                return
+            counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id)
+            report.batches += 1
+            report.fragments += counts[0]
+            report.supersessions += counts[1]
+            report.links += counts[2]
+
+    # -- turning an extraction into fragments -----------------------------------------
+    def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
+              session_id: str | None) -> tuple[int, int, int]:
+        store = memory.writer
+        when = _timestamp(delta, self.clock())
+        meta = {"transcript": key, "offsets": [delta.start_offset, delta.end_offset]}
+        planned: list[_Planned] = []
+
+        def plan(summary: str, content: str | None, depth: int, importance: str,
+                 parent_key: int | None = None, parent_id: str | None = None,
+                 parent_summary: str | None = None) -> int:
+            new = NewFragment(content=content or summary, summary=summary, depth=depth,
+                              importance=rel.importance_value(importance),
+                              source_session=session_id, project=memory.project,
+                              metadata=meta, created_at=when)
+            planned.append(_Planned(len(planned), new, parent_key, parent_id, parent_summary))
+            return len(planned) - 1
+
+        topic_of: dict[str, tuple[int | None, str | None]] = {}
+        for topic in extraction.topics:
+            about = " — ".join(x for x in (topic.summary, topic.content) if x)
+            existing = self._match_topic(memory, topic.name, about)
+            tkey = None if existing else plan(topic.name, about, 0, topic.importance)
+            topic_of[topic.name.lower()] = (tkey, existing)
+            for concept in topic.concepts:
+                about = " — ".join(x for x in (concept.summary, concept.content) if x)
+                found = existing and store.find_by_summary(concept.name, 1, existing)
+                ckey = None if found else plan(concept.name, about, 1, concept.importance,
+                                               tkey, existing, topic.name)
+                for fact in concept.facts:
+                    if found and store.find_by_summary(fact.summary, 2, found):
+                        continue  # already known: re-extraction of the same fact
+                    fkey = plan(fact.summary, fact.content, 2, fact.importance, ckey,
+                                found or None, concept.name)
+                    for detail in fact.details:
+                        plan(detail.summary, detail.content, 3, detail.importance, fkey, None,
+                             fact.summary)
+        corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
+        self._embed(planned)
+        now = self.clock()
+        supersessions = links = 0
+        with store.write():
+            for item in planned:
+                parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
+                item.fid = store.insert(item.new, now, None if item.vector is None
+                                        else to_blob(item.vector), parent)
+            links += self._temporal_edges(store, planned, now)
+            for correction, old in corrections:
+                if old is None:
+                    continue
+                new_id = self._best_planned(planned, correction.new, old.depth)
+                if new_id is None:
+                    vector = self._vector(correction.new)
+                    new_id = store.insert(
+                        NewFragment(content=correction.new, summary=correction.new,
+                                    depth=old.depth, importance=old.importance,
+                                    source_session=session_id, project=memory.project,
+                                    metadata=meta, created_at=when),
+                        now, None if vector is None else to_blob(vector), old.parent_id)
+                    planned.append(_Planned(len(planned), NewFragment("", "", 0), fid=new_id))
+                store.supersede(old.id, new_id, now)
+                supersessions += 1
+            for relation in extraction.relationships:
+                a = self._resolve_name(memory, planned, relation.source)
+                b = self._resolve_name(memory, planned, relation.target)
+                if a and b and a != b:
+                    store.link(a, b, "associative", 0.6, now)
+                    links += 1
+            store.set_watermark(key, delta.end_offset, now)
+            store.clear_failure(key)
+        return sum(1 for p in planned if p.new.summary), supersessions, links
+
+    def _match_topic(self, memory: Memory, name: str, about: str) -> str | None:
+        store = memory.writer
+        by_name = store.find_by_summary(name, depth=0)
+        if by_name:
+            return by_name
+        vector = self._vector(f"{name}: {about}")
+        if vector is None:
+            return None
+        best = memory.search(f"{name}: {about}", limit=1, depth=0, mode="vector").fragments
+        if best and best[0].similarity >= TOPIC_MATCH:
+            return best[0].fragment.id
+        return None
+
+    def _find_old(self, memory: Memory, text: str):  # noqa: ANN202 - Fragment | None
+        """The fragment a correction revises: the best live match, if close enough."""
+        found = memory.search(text, limit=1).fragments
+        if not found:
+            return None
+        top = found[0]
+        if top.similarity >= CORRECTION_MATCH or (top.similarity == 0.0 and top.score > 0.5):
+            return top.fragment
+        return None
+
+    def _best_planned(self, planned: list[_Planned], text: str, depth: int) -> str | None:
+        vector = self._vector(text)
+        best, best_sim = None, RELATION_MATCH
+        for item in planned:
+            if item.new.depth != depth or item.fid is None:
+                continue
+            if item.new.summary.strip().lower() == text.strip().lower():
+                return item.fid
+            if vector is not None and item.vector is not None:
+                sim = float(item.vector @ vector)
+                if sim > best_sim:
+                    best, best_sim = item.fid, sim
+        return best
+
+    def _resolve_name(self, memory: Memory, planned: list[_Planned], text: str) -> str | None:
+        lowered = text.strip().lower()
+        for item in planned:
+            if item.fid and item.new.summary.strip().lower() == lowered:
+                return item.fid
+        existing = memory.writer.find_by_summary(text)
+        if existing:
+            return existing
+        for depth in (1, 2, 0):
+            hit = self._best_planned(planned, text, depth)
+            if hit:
+                return hit
+        found = memory.search(text, limit=1).fragments
+        if found and found[0].similarity >= RELATION_MATCH:
+            return found[0].fragment.id
+        return None
+
+    @staticmethod
+    def _temporal_edges(store: Store, planned: list[_Planned], now: float) -> int:
+        """Sequential siblings are chained in the order they came, and the first newcomer
+        under an existing parent follows that parent's latest earlier child."""
+        new_by_parent: dict[str, set[str]] = {}
+        for item in planned:
+            parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
+            if parent and item.fid and item.new.depth > 0:
+                new_by_parent.setdefault(parent, set()).add(item.fid)
+        count = 0
+        for parent, newcomers in new_by_parent.items():
+            siblings = store.child_ids(parent)  # oldest first
+            first = min(siblings.index(f) for f in newcomers if f in siblings)
+            chain = siblings[max(first - 1, 0):]
+            for earlier, later in zip(chain, chain[1:]):
+                store.link(earlier, later, "temporal", 1.0, now)
+                count += 1
+        return count
+
+    def _vector(self, text: str) -> Any:
+        if self.embedder is None or not getattr(self.embedder, "available", True):
+            return None
+        try:
+            return self.embedder.embed([text])[0]
+        except Exception as exc:  # no vector: the fragment is embedded later
+            log.warning("embedding failed: %s", exc)
+            return None
+
+    def _embed(self, planned: list[_Planned]) -> None:
+        if not planned or self.embedder is None or not getattr(self.embedder, "available", True):
+            return
+        texts = [embedding_text(p.new.summary, p.new.content, p.parent_summary) for p in planned]
+        try:
+            vectors = self.embedder.embed(texts)
+        except Exception as exc:
+            log.warning("embedding failed, stored without vectors: %s", exc)
+            return
+        for item, vector in zip(planned, vectors):
+            item.vector = vector

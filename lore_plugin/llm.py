@@ -1,0 +1,432 @@
+"""The one-method LLM seam: `call_tool` forces one tool and returns its input.
+
+Backends: the anthropic SDK (with an API key), the `claude` CLI (a subscription login), and
+`FakeLLM` for tests. `BudgetGuard` caps requests per hour across every process. Importing
+this module is cheap: anthropic (~0.9 s) is imported only when an API call is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from .config import Settings
+from .errors import BudgetExceeded, LLMError, LLMUnavailable
+
+HOUR = 3600.0
+DISABLE_MARKER = "LORE_DISABLE"  # set in the nested `claude -p`: every Lore hook returns at once
+Tool = dict[str, Any]
+
+
+class LLM(Protocol):
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
+    ) -> dict[str, Any]:
+        """The input the model gave the forced `tool`; LLMError on failure or no usable answer."""
+        ...
+
+
+# --- anthropic SDK ---------------------------------------------------------------------------
+
+
+def _retryable_status(status: int) -> bool:
+    return status in (408, 409, 429) or status >= 500
+
+
+class AnthropicLLM:
+    """Messages API with the tool forced through tool_choice; retries transient failures."""
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str,
+        timeout: float,
+        max_retries: int = 2,
+        base_url: str | None = None,
+        *,
+        backoff: float = 1.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.model, self.timeout, self.max_retries = model, timeout, max(0, max_retries)
+        self._api_key, self._base_url = api_key, base_url
+        self._backoff, self._sleep = backoff, sleep
+        self._client: Any = None
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            import anthropic  # lazy: hooks and the MCP server must not pay for it
+
+            # Our own loop retries (bounded, testable); base_url=None lets the SDK read
+            # ANTHROPIC_BASE_URL.
+            self._client = anthropic.Anthropic(
+                api_key=self._api_key, base_url=self._base_url, timeout=self.timeout, max_retries=0
+            )
+        return self._client
+
+    def _delay(self, attempt: int, retry_after: str | None) -> float:
+        with contextlib.suppress(TypeError, ValueError):
+            return min(max(float(retry_after or ""), 0.0), 60.0)
+        # Full jitter keeps several detached workers from retrying in lockstep.
+        return self._backoff * (2**attempt) * random.uniform(0.5, 1.0)
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
+    ) -> dict[str, Any]:
+        import anthropic
+
+        client = self._get_client()
+        for attempt in range(self.max_retries + 1):
+            retry_after: str | None = None
+            try:
+                message = client.messages.create(
+                    model=self.model,
+                    max_tokens=max_tokens,
+                    system=system,
+                    messages=[{"role": "user", "content": prompt}],
+                    tools=[tool],
+                    tool_choice={"type": "tool", "name": tool["name"]},
+                )
+                return _tool_input(message, tool["name"])
+            except anthropic.APIStatusError as exc:
+                if not _retryable_status(exc.status_code):
+                    raise LLMError(
+                        f"anthropic API refused the request ({exc.status_code}): "
+                        f"{_api_message(exc)}"
+                    ) from None
+                failure = f"anthropic API error {exc.status_code}: {_api_message(exc)}"
+                retry_after = exc.response.headers.get("retry-after")
+            except anthropic.APIConnectionError as exc:  # includes APITimeoutError
+                failure = f"anthropic API unreachable: {type(exc).__name__}: {exc}"
+            except anthropic.AnthropicError as exc:
+                raise LLMError(f"anthropic SDK error: {exc}") from None
+            if attempt < self.max_retries:
+                self._sleep(self._delay(attempt, retry_after))
+        raise LLMError(f"{failure} (after {self.max_retries + 1} attempts)")
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("message", ""))[:300]
+    return str(exc)[:300]
+
+
+def _tool_input(message: Any, name: str) -> dict[str, Any]:
+    if getattr(message, "stop_reason", None) == "max_tokens":
+        # The tool input was cut off mid-JSON: better no answer than half a hierarchy.
+        raise LLMError(f"the model's {name} answer was truncated at max_tokens")
+    for block in message.content:
+        if block.type == "tool_use" and block.name == name:
+            if not isinstance(block.input, dict):
+                raise LLMError(f"{name} input is not an object")
+            return dict(block.input)
+    raise LLMError(f"the model answered without calling {name}")
+
+
+# --- claude CLI ------------------------------------------------------------------------------
+
+
+class ClaudeCliLLM:
+    """`claude -p` with --json-schema: the user's subscription login, no API key needed.
+
+    Measured on Claude Code 2.1.197: `--json-schema` makes the CLI offer a StructuredOutput
+    tool whose input_schema is our schema; it validates the answer (re-asking up to 5 times)
+    and prints one JSON object with `structured_output` (the dict) and `result` (its JSON text).
+    """
+
+    def __init__(
+        self,
+        claude_path: str,
+        model: str,
+        timeout: float,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.claude_path, self.model, self.timeout = claude_path, model, timeout
+        # A neutral cwd keeps the project's CLAUDE.md out of a prompt that does not need it.
+        self._cwd = cwd or tempfile.gettempdir()
+        self._env = env
+
+    def command(self, system: str, tool: Tool) -> list[str]:
+        system += (
+            f"\n\nGive your answer by calling the StructuredOutput tool exactly once; its "
+            f"input is the {tool['name']} payload: {tool.get('description', '')}"
+        )
+        return [
+            self.claude_path, "-p",
+            "--no-session-persistence",  # the nested session leaves no transcript to ingest
+            "--output-format", "json",
+            "--json-schema", json.dumps(tool["input_schema"]),
+            "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
+            "--tools", "",  # only StructuredOutput remains: no agent loop, a small prompt
+            "--system-prompt", system,  # replaces Claude Code's long coding-agent prompt
+            "--model", self.model,
+        ]  # fmt: skip
+
+    def child_env(self, max_tokens: int) -> dict[str, str]:
+        env = dict(os.environ if self._env is None else self._env)
+        env[DISABLE_MARKER] = "1"
+        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
+        env.setdefault("MAX_THINKING_TOKENS", "0")  # extraction needs no thinking budget
+        env.setdefault("CLAUDE_CODE_MAX_RETRIES", "2")  # fail within our timeout, not after it
+        return env
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
+    ) -> dict[str, Any]:
+        try:
+            proc = subprocess.Popen(
+                self.command(system, tool), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, cwd=self._cwd, env=self.child_env(max_tokens),
+                start_new_session=os.name == "posix",  # so a timeout can kill the whole tree
+            )  # fmt: skip
+        except OSError as exc:
+            raise LLMError(f"cannot run {self.claude_path}: {exc}") from None
+        try:
+            out, err = proc.communicate(prompt.encode("utf-8"), timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            # A grandchild that left the process group may still hold the pipes: don't wait on it.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=5)
+            raise LLMError(f"claude -p timed out after {self.timeout:.0f}s") from None
+        return parse_cli_output(
+            out.decode("utf-8", "replace"), proc.returncode, err.decode("utf-8", "replace")
+        )
+
+
+def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    if os.name == "posix":
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def parse_cli_output(stdout: str, returncode: int, stderr: str = "") -> dict[str, Any]:
+    """The structured answer from `claude -p --output-format json`, or LLMError saying why not."""
+    result: Any = None
+    for candidate in (stdout.strip(), *reversed(stdout.strip().splitlines())):
+        with contextlib.suppress(ValueError):
+            result = json.loads(candidate)
+            break
+    if not isinstance(result, dict):
+        tail = (stderr.strip() or stdout.strip())[-300:]
+        raise LLMError(
+            f"claude -p exited {returncode} without a JSON result: {tail or 'no output'}"
+        )
+    if result.get("is_error") or result.get("subtype", "success") != "success":
+        why = result.get("errors") or result.get("result") or result.get("subtype")
+        raise LLMError(f"claude -p failed ({result.get('subtype')}): {str(why)[:300]}")
+    if isinstance(result.get("structured_output"), dict):
+        return result["structured_output"]
+    # Fallback: the model wrote the JSON as its final text instead of calling the tool.
+    text = str(result.get("result") or "").strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    with contextlib.suppress(ValueError):
+        data = json.loads(text)
+        if isinstance(data, dict):
+            return data
+    raise LLMError(f"claude -p answered without structured output: {text[:200]!r}")
+
+
+# --- fake ------------------------------------------------------------------------------------
+
+Answer = dict[str, Any] | BaseException | type[BaseException] | Callable[..., dict[str, Any]]
+
+
+class FakeLLM:
+    """Queued answers for tests: a dict is returned, an exception raised, a callable called
+    with the call's keyword arguments. `default` answers once the queue is empty."""
+
+    def __init__(self, answers: Iterable[Answer] = (), default: Answer | None = None) -> None:
+        self._answers: deque[Answer] = deque(answers)
+        self._default = default
+        self.calls: list[dict[str, Any]] = []
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
+    ) -> dict[str, Any]:
+        call = {"system": system, "prompt": prompt, "tool": tool, "max_tokens": max_tokens}
+        self.calls.append(call)
+        answer = self._answers.popleft() if self._answers else self._default
+        if answer is None:
+            raise LLMError("FakeLLM has no answer left")
+        if isinstance(answer, BaseException) or (
+            isinstance(answer, type) and issubclass(answer, BaseException)
+        ):
+            raise answer
+        if callable(answer):
+            return answer(**call)
+        return copy.deepcopy(answer)  # callers may mutate what they get
+
+
+# --- budget ----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """An OS-level exclusive lock, released even if the holder is killed."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.name == "nt":
+            import msvcrt
+
+            while True:
+                try:
+                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # gives up after ~10 s: try again
+                    break
+                except OSError:
+                    continue
+        else:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock on both platforms
+
+
+class BudgetGuard:
+    """At most `max_per_hour` LLM calls in any sliding hour, shared by every Lore process.
+
+    State is a JSON list of call timestamps. The lock lives in a separate file because the
+    data file is replaced atomically (a crash mid-write never leaves half a file).
+    """
+
+    def __init__(
+        self, path: Path, max_per_hour: int, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.path, self.max_per_hour, self.clock = Path(path), max_per_hour, clock
+        self._lock_path = self.path.with_name(self.path.name + ".lock")
+
+    def _recent(self, now: float) -> list[float]:
+        try:
+            stamps = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return []  # missing or corrupt: start afresh rather than block extraction forever
+        if not isinstance(stamps, list):
+            return []
+        # Stamps far in the future mean the clock went back; they must not block for days.
+        return sorted(
+            float(t) for t in stamps
+            if isinstance(t, int | float) and now - HOUR < t <= now + HOUR
+        )  # fmt: skip
+
+    def used(self) -> int:
+        """Calls in the last hour (a lock-free read, for status)."""
+        return len(self._recent(self.clock()))
+
+    def acquire(self) -> None:
+        """Count one call, or raise BudgetExceeded when the hour's cap is reached."""
+        with _exclusive(self._lock_path):
+            now = self.clock()
+            stamps = self._recent(now)
+            if len(stamps) >= self.max_per_hour:
+                wait = stamps[len(stamps) - self.max_per_hour] + HOUR - now
+                raise BudgetExceeded(
+                    f"LLM budget reached: {self.max_per_hour} requests in the last hour; "
+                    f"next one allowed in {max(wait, 0) / 60:.0f} min"
+                )
+            stamps.append(now)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(stamps))
+            os.replace(tmp, self.path)
+
+
+class GuardedLLM:
+    """Any LLM behind a BudgetGuard: each call_tool spends one request of the budget."""
+
+    def __init__(self, inner: LLM, guard: BudgetGuard) -> None:
+        self.inner, self.guard = inner, guard
+
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
+    ) -> dict[str, Any]:
+        self.guard.acquire()
+        return self.inner.call_tool(system=system, prompt=prompt, tool=tool, max_tokens=max_tokens)
+
+
+# --- choosing a backend ----------------------------------------------------------------------
+
+WhichFn = Callable[..., str | None]
+
+
+def _find_claude(env: Mapping[str, str], which: WhichFn) -> str | None:
+    override = env.get("LORE_CLAUDE_PATH")
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    # An injected env without PATH means "this process's PATH", which is which()'s default.
+    return which("claude", path=env["PATH"]) if "PATH" in env else which("claude")
+
+
+def budget_path(settings: Settings) -> Path:
+    return settings.home / "llm_budget.json"
+
+
+def pick_llm(
+    settings: Settings, env: Mapping[str, str] | None = None, which: WhichFn = shutil.which
+) -> LLM:
+    """API key -> anthropic SDK; else `claude` on PATH -> CLI; else LLMUnavailable."""
+    env = os.environ if env is None else env
+    guard = BudgetGuard(budget_path(settings), settings.max_requests_per_hour)
+    key = env.get(settings.api_key_env) or None
+    if key:
+        inner: LLM = AnthropicLLM(
+            key,
+            settings.claude_model,
+            settings.llm_timeout_secs,
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+        )
+        return GuardedLLM(inner, guard)
+    claude = _find_claude(env, which)
+    if claude:
+        # The CLI starts a whole agent (and retries inside), so it gets more time than one call.
+        inner = ClaudeCliLLM(
+            claude,
+            settings.claude_model,
+            settings.llm_timeout_secs * 3,
+            cwd=settings.home if settings.home.is_dir() else None,
+            env=env,
+        )
+        return GuardedLLM(inner, guard)
+    raise LLMUnavailable(f"extraction is {_paused_reason(settings)}")
+
+
+def _paused_reason(settings: Settings) -> str:
+    return f"paused: no {settings.api_key_env} and no `claude` CLI on PATH"
+
+
+def llm_status(
+    settings: Settings, env: Mapping[str, str] | None = None, which: WhichFn = shutil.which
+) -> str:
+    """One line for `lore status`; starts with "paused" when extraction must wait. Cheap."""
+    env = os.environ if env is None else env
+    used = BudgetGuard(budget_path(settings), settings.max_requests_per_hour).used()
+    budget = f"{used}/{settings.max_requests_per_hour} requests in the last hour"
+    if env.get(settings.api_key_env):
+        where = env.get("ANTHROPIC_BASE_URL")
+        via = f" via {where}" if where else ""
+        return (
+            f"anthropic API{via} ({settings.claude_model}, key from {settings.api_key_env}); "
+            f"{budget}"
+        )
+    claude = _find_claude(env, which)
+    if claude:
+        return f"claude CLI at {claude} ({settings.claude_model}, your Claude login); {budget}"
+    return _paused_reason(settings)

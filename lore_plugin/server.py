@@ -1,0 +1,402 @@
+"""The MCP server: five thin, typed tools over memory.py, spoken over stdio.
+
+Start-up is kept light so `initialize` and `tools/list` answer at once: the embedding model,
+numpy and the vector matrix load in a background thread after the tool list has been served
+(design §2). Tool functions are synchronous, so the SDK runs them on worker threads and a
+slow first embedding never blocks protocol traffic. One lock serialises use of the Memory.
+Every answer is compact text for the model plus the same data as structured content."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Annotated, Any, Literal, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from . import __version__, render
+from .errors import LoreError
+from .memory import MAX_DEPTH, MAX_LIMIT, Memory
+from .store import BusyError
+from .types import Fragment, TreeNode
+
+log = logging.getLogger("lore.server")
+T = TypeVar("T")
+
+MAX_CHARS = 8_000  # about 2,000 tokens: the most a default answer may put in the context
+BUSY_ATTEMPTS = 3  # each attempt already waits out SQLite's busy timeout
+BUSY_MESSAGE = ("memory is busy: another Lore process is writing to the database; "
+                "try again in a moment")
+WARM_DELAY = 1.0  # warm-up starts after tools/list, or after this long without one
+INSTRUCTIONS = (
+    "Lore is your long-term memory of earlier Claude Code sessions: topics > concepts > facts > "
+    "details. Use it when earlier context would help. Start broad (list_topics, or "
+    "query_memory at depth 0-1), then drill down with a higher depth or traverse_memory. "
+    "Store durable knowledge worth keeping with store_memory."
+)
+
+
+# -- structured answers -----------------------------------------------------------------
+class FragmentOut(BaseModel):
+    id: str
+    depth: int
+    summary: str
+    content: str = Field(description="clipped to keep answers short")
+    relevance: float
+    parent_id: str | None = None
+    created: str = Field(description="YYYY-MM-DD")
+    superseded_by: str | None = None
+
+
+class ScoredOut(FragmentOut):
+    match: float = Field(description="query match, higher is better")
+
+
+class QueryAnswer(BaseModel):
+    topic: str
+    depth: int
+    keyword_only: bool = Field(description="true when the embedding model was not available")
+    fragments: list[ScoredOut]
+    omitted: int = Field(0, description="results left out to keep the answer short")
+
+
+class TreeNodeOut(FragmentOut):
+    level: int = Field(description="levels below the root of the tree")
+
+
+class ExploreAnswer(BaseModel):
+    topic: str
+    found: bool
+    nodes: list[TreeNodeOut] = Field(description="the subtree in pre-order, root first")
+    omitted: int = 0
+
+
+class NeighbourOut(FragmentOut):
+    edge: str | None = Field(None, description="edge kind, for associations")
+    weight: float | None = None
+
+
+class TraverseAnswer(BaseModel):
+    fragment: FragmentOut
+    direction: str
+    neighbours: list[NeighbourOut]
+    omitted: int = 0
+
+
+class StoreAnswer(BaseModel):
+    id: str
+    depth: int
+    summary: str
+    parent_id: str | None
+
+
+class TopicOut(FragmentOut):
+    fragment_count: int
+
+
+class TopicsAnswer(BaseModel):
+    topics: list[TopicOut]
+    omitted: int = 0
+
+
+def fragment_out(frag: Fragment, cls: type[FragmentOut] = FragmentOut, **extra: Any) -> Any:
+    return cls(id=frag.id, depth=frag.depth, summary=frag.summary,
+               content=render.clip(frag.content or "", render.CONTENT_CHARS),
+               relevance=round(frag.relevance_score, 4), parent_id=frag.parent_id,
+               created=render.when(frag.created_at), superseded_by=frag.superseded_by, **extra)
+
+
+def answer(text: str, data: BaseModel) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=data.model_dump(mode="json"))
+
+
+def fitted(build: Callable[[int], tuple[str, BaseModel]], total: int) -> CallToolResult:
+    """Builds the answer with as many of `total` items as fit in MAX_CHARS, text and JSON."""
+    shown = total
+    while True:
+        text, data = build(shown)
+        size = max(len(text), len(data.model_dump_json()))
+        if size <= MAX_CHARS or shown <= 1:
+            break
+        shown = max(1, min(shown - 1, int(shown * MAX_CHARS / size)))
+    return answer(text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…", data)
+
+
+def more_note(omitted: int, hint: str) -> str:
+    return f"\n… {omitted} more not shown; {hint}." if omitted else ""
+
+
+# -- the service: one Memory, one lock, busy retries, domain errors as tool errors -------
+class Service:
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+        self.lock = threading.Lock()
+        self.warmed = threading.Event()
+        self._migrated = False
+
+    def _open(self) -> Memory:
+        """Opens the writer before the first read: it creates or migrates the database, and
+        waits for another process doing so, which a read-only open would fail on."""
+        if not self._migrated:
+            self.memory.writer  # noqa: B018
+            self._migrated = True
+        return self.memory
+
+    def model_ready(self) -> None:
+        """Waits for the embedding model outside the lock, so other tools are not held up."""
+        embedder = self.memory.embedder
+        if embedder is not None:
+            getattr(embedder, "available", True)
+
+    def call(self, fn: Callable[[Memory], T], needs_model: bool = False) -> T:
+        if needs_model:
+            self.model_ready()
+        for attempt in range(BUSY_ATTEMPTS):
+            try:
+                with self.lock:
+                    return fn(self._open())
+            except BusyError as exc:
+                log.warning("database busy (attempt %d/%d): %s", attempt + 1, BUSY_ATTEMPTS, exc)
+                if attempt + 1 < BUSY_ATTEMPTS:
+                    time.sleep(0.05 * 4**attempt)
+            except LoreError as exc:
+                raise ToolError(str(exc)) from exc
+        raise ToolError(BUSY_MESSAGE)
+
+    def warm_up(self) -> None:
+        """Loads the model, embeds what was stored without one, and loads the vector index.
+        Best effort: a failure only means the first query does the loading."""
+        started = time.perf_counter()
+        try:
+            self.model_ready()
+            with self.lock:
+                self._open()
+            filler = Memory(self.memory.db_path, self.memory.embedder, self.memory.clock)
+            try:
+                done = filler.backfill_embeddings()
+            finally:
+                filler.close()
+            if done:
+                log.info("backfilled %d embeddings", done)
+            with self.lock:
+                self.memory.search("warm up", limit=1, mode="vector")
+            log.info("warm in %.2f s", time.perf_counter() - started)
+        except Exception:
+            log.exception("warm-up failed; the first query will load what it needs")
+        finally:
+            self.warmed.set()
+
+
+# -- the tools --------------------------------------------------------------------------
+TopicArg = Annotated[str, Field(
+    min_length=1, max_length=2000,
+    description="What to recall: a subject, question or keywords, e.g. 'auth token refresh'.")]
+DepthArg = Annotated[int, Field(
+    ge=0, le=MAX_DEPTH, description="0 = broad topics, 1 = concepts, 2 = facts, 3+ = details.")]
+LimitArg = Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many fragments at most.")]
+MaxDepthArg = Annotated[int, Field(
+    ge=0, le=MAX_DEPTH,
+    description="How deep the tree goes: 0 = the topic alone, 1 = with its concepts, "
+                "2 = with their facts, 3+ = details too.")]
+IdArg = Annotated[str, Field(
+    min_length=8, max_length=64,
+    description="A fragment id from another memory tool; a unique prefix of 8+ characters "
+                "is enough.")]
+DirectionArg = Annotated[Literal["children", "parent", "associations"], Field(
+    description="children = deeper, more detail; parent = broader context; "
+                "associations = related fragments across topics.")]
+ContentArg = Annotated[str, Field(
+    min_length=1, max_length=20_000,
+    description="The knowledge itself, self-contained: what, why, and where it applies.")]
+SummaryArg = Annotated[str, Field(
+    min_length=1, max_length=500,
+    description="One line that names the knowledge and reads well without context.")]
+ParentArg = Annotated[str | None, Field(
+    min_length=8, max_length=64,
+    description="Id (or 8+ character prefix) of the fragment one level up to store under. "
+                "Null: depth 0 starts a new topic; a deeper fragment goes under the best match.")]
+StoreDepthArg = Annotated[int, Field(
+    ge=0, le=MAX_DEPTH,
+    description="0 = topic, 1 = concept, 2 = fact, 3+ = detail; a parent's depth + 1.")]
+
+READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+
+def build_server(service: Service, lifespan: Any = None) -> MCPServer:
+    server = LoreServer("lore", instructions=INSTRUCTIONS, version=__version__,
+                        lifespan=lifespan)
+
+    @server.tool(annotations=READ)
+    def query_memory(topic: TopicArg, depth: DepthArg = 1, limit: LimitArg = 10,
+                     ) -> Annotated[CallToolResult, QueryAnswer]:
+        """Search long-term memory (knowledge kept from earlier sessions) for a topic and return
+        the fragments at one depth: 0 = broad topics, 1 = concepts, 2 = facts, 3+ = details.
+        Start shallow, then drill deeper with a higher depth or traverse_memory(id, "children").
+        Each result shows its id, summary, content and relevance."""
+        recall = service.call(lambda m: m.query(topic, depth=depth, limit=limit), True)
+        results = recall.fragments
+
+        def build(n: int) -> tuple[str, QueryAnswer]:
+            text = render.recall_text(topic, depth, results[:n], recall.keyword_only)
+            text += more_note(len(results) - n, "lower the limit or narrow the topic")
+            return text, QueryAnswer(
+                topic=topic, depth=depth, keyword_only=recall.keyword_only,
+                fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4))
+                           for s in results[:n]], omitted=len(results) - n)
+
+        return fitted(build, len(results))
+
+    @server.tool(annotations=READ)
+    def explore_memory(topic: TopicArg, max_depth: MaxDepthArg = 2,
+                       ) -> Annotated[CallToolResult, ExploreAnswer]:
+        """Show the whole subtree of the topic that best matches, as an indented tree of ids,
+        summaries and relevance, to see the shape of what is known before drilling in."""
+        tree = service.call(lambda m: m.explore(topic, max_depth=max_depth), True)
+        if tree is None:
+            return answer(f"No topic in memory matches '{render.clip(topic, 80)}'. "
+                          "Use list_topics to see what is known.",
+                          ExploreAnswer(topic=topic, found=False, nodes=[]))
+        nodes = _preorder(tree)
+
+        def build(n: int) -> tuple[str, ExploreAnswer]:
+            text = render.tree_text(tree, max_nodes=n)
+            shown = sum(1 for line in text.splitlines() if line.lstrip().startswith("- ["))
+            return text, ExploreAnswer(
+                topic=topic, found=True, omitted=len(nodes) - shown,
+                nodes=[fragment_out(f, TreeNodeOut, level=lv) for f, lv in nodes[:shown]])
+
+        return fitted(build, min(len(nodes), 60))
+
+    @server.tool(annotations=READ)
+    def traverse_memory(fragment_id: IdArg, direction: DirectionArg,
+                        ) -> Annotated[CallToolResult, TraverseAnswer]:
+        """Move from one fragment to its neighbours: its children (deeper, more detail), its
+        parent (broader context) or its associations (sideways, related fragments across
+        topics)."""
+        def run(m: Memory) -> tuple[Fragment, list[tuple[Fragment, str | None, float | None]]]:
+            frag = m.get(fragment_id)
+            if direction == "children":
+                return frag, [(c, None, None) for c in m.children(frag.id)]
+            if direction == "parent":
+                parent = m.parent(frag.id)
+                return frag, [] if parent is None else [(parent, None, None)]
+            return frag, [(o, kind, w) for o, kind, w in m.associations(frag.id)]
+
+        frag, found = service.call(run)
+        title = {"children": "Children", "parent": "Parent",
+                 "associations": "Associations"}[direction]
+        head = render.fragment_line(frag, content=False)
+        if direction == "parent" and not found:
+            head += "\nThis is a topic: it has no parent. traverse_memory(id, 'children') goes deeper."
+
+        def build(n: int) -> tuple[str, TraverseAnswer]:
+            shown = found[:n]
+            extra = ([f"[{kind} {weight:.2f}]" for _, kind, weight in shown]
+                     if direction == "associations" else None)
+            label = f"{title} ({len(found)})" if n >= len(found) else \
+                f"{title} ({n} of {len(found)})"
+            body = render.neighbours_text(label, [f for f, _, _ in shown], extra)
+            text = head if direction == "parent" and not found else f"{head}\n{body}"
+            text += more_note(len(found) - n, "traverse a child or use query_memory to narrow")
+            return text, TraverseAnswer(
+                fragment=fragment_out(frag), direction=direction, omitted=len(found) - n,
+                neighbours=[fragment_out(f, NeighbourOut, edge=k, weight=w) for f, k, w in shown])
+
+        return fitted(build, len(found))
+
+    @server.tool(annotations=WRITE)
+    def store_memory(content: ContentArg, summary: SummaryArg, parent_id: ParentArg = None,
+                     depth: StoreDepthArg = 2) -> Annotated[CallToolResult, StoreAnswer]:
+        """Store one piece of knowledge explicitly so later sessions can recall it: under a
+        parent one level up (parent_id), or as a new topic with depth 0 and no parent. With no
+        parent_id and depth 1+, it goes under the best-matching fragment one level up.
+        Returns the new fragment's id."""
+        def run(m: Memory) -> tuple[Fragment, Fragment | None]:
+            frag = m.store(content, summary, parent_id, depth)
+            return frag, m.parent(frag.id)
+
+        frag, parent = service.call(run, needs_model=True)
+        text = f"Stored {render.fragment_line(frag, content=False)}\nid: {frag.id}"
+        if parent is not None:
+            text += f"\nunder {render.fragment_line(parent, content=False)}"
+        return answer(text, StoreAnswer(id=frag.id, depth=frag.depth, summary=frag.summary,
+                                        parent_id=frag.parent_id))
+
+    @server.tool(annotations=READ)
+    def list_topics() -> Annotated[CallToolResult, TopicsAnswer]:
+        """List every top-level topic in long-term memory with its summary, how many fragments
+        are known under it and its relevance. A good first call to see what is known."""
+        topics = service.call(lambda m: m.topics())
+
+        def build(n: int) -> tuple[str, TopicsAnswer]:
+            return render.topics_text(topics, max_topics=n), TopicsAnswer(
+                omitted=len(topics) - n,
+                topics=[fragment_out(t.fragment, TopicOut, fragment_count=t.fragment_count)
+                        for t in topics[:n]])
+
+        return fitted(build, min(len(topics), 60))
+
+    return server
+
+
+def _preorder(node: TreeNode, level: int = 0) -> list[tuple[Fragment, int]]:
+    out = [(node.fragment, level)]
+    for child in node.children:
+        out += _preorder(child, level + 1)
+    return out
+
+
+class LoreServer(MCPServer):
+    """Notes when the tool list has been served: the signal that warm-up may start."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.listed = threading.Event()
+
+    async def list_tools(self):  # type: ignore[no-untyped-def]
+        tools = await super().list_tools()
+        self.listed.set()
+        return tools
+
+
+# -- entry point ------------------------------------------------------------------------
+def main() -> None:
+    from .config import load_settings
+    from .embedding import FastEmbedder
+    from .logs import setup_logging
+    from .transcript import project_key
+
+    settings = load_settings()
+    setup_logging(settings.log_dir, "server", stderr=True)
+    project = project_key(os.getcwd())
+    memory = Memory(settings.db_path, FastEmbedder(settings.home / "models"), project=project)
+    service = Service(memory)
+    log.info("serving %s for project %s", settings.db_path, project)
+
+    @asynccontextmanager
+    async def lifespan(server: LoreServer):  # type: ignore[no-untyped-def]
+        def warm() -> None:
+            server.listed.wait(WARM_DELAY)
+            service.warm_up()
+
+        threading.Thread(target=warm, name="lore-warm-up", daemon=True).start()
+        yield {}
+
+    try:
+        build_server(service, lifespan=lifespan).run("stdio")
+    finally:
+        with service.lock:
+            memory.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,393 @@
+"""Claude Code JSONL transcript (2.1.197 format) from a byte offset -> conversational turns.
+
+The Stop hook imports this on every turn, so it uses only the stdlib and orjson, and its
+module-level work is a handful of regex compilations.
+
+Facts this module relies on (see design.md section 2 and the fixtures):
+- The file is append-only, so a byte offset after a complete line is a safe watermark.
+- The last line may still be being written: a line counts only once its b"\\n" is there.
+- Text holds U+2028, so lines are split on b"\\n" only, never with str.splitlines().
+- One assistant message may be written over several lines that share message.id.
+- Most user lines are not the human: tool results, isMeta expansions of slash commands,
+  the /compact summary, local-command output. Only the human's words are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import orjson
+
+from lore_plugin.types import Turn
+
+# A line this large is not parsed at all: orjson would need several times its size in memory,
+# and no real conversational turn is this big (pasted screenshots are a few MB).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+# Chunk size used when a single line is longer than max_bytes and must still be consumed whole.
+_READ_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Delta:
+    """What read_delta found between start_offset and end_offset."""
+
+    turns: list[Turn]
+    start_offset: int
+    end_offset: int  # byte offset just after the last complete line consumed
+    lines: int  # complete lines consumed, blank ones included
+    bad_lines: int  # lines that were not a JSON object of a usable shape
+    cwd: str | None  # first cwd seen in the delta (the project the session runs in)
+    session_id: str | None
+    truncated: bool = False  # the file is now shorter than start_offset (shrank or replaced)
+    missing: bool = False  # the file does not exist (deleted, or not written yet)
+
+
+# --- text cleaning ----------------------------------------------------------------------------
+
+# Wrappers whose whole content is machine output or harness chatter, never the human's words.
+# An unclosed wrapper runs to the end of the text: better to drop too much noise than leak it.
+_NOISE_BLOCK = re.compile(
+    r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat"
+    r"|bash-stdout|bash-stderr|task-notification|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
+    re.S,
+)
+_COMMAND_TAG = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.S)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=]{16,}")
+# 100+ base64 characters without a break: an inlined image, archive or key blob. Plain words,
+# paths and hex hashes either break the run or lack the mixed character classes checked below.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{100,}={0,2}")
+_MANY_BLANK_LINES = re.compile(r"\n{3,}")
+# Claude Code writes these when the user presses Esc; they carry no knowledge.
+_INTERRUPT_PREFIX = "[Request interrupted by user"
+
+BASE64_MARKER = "[base64 omitted]"
+
+
+def _base64_or_keep(match: re.Match[str]) -> str:
+    run = match.group(0)
+    looks_encoded = (
+        any(c.isdigit() for c in run)
+        and any(c.isupper() for c in run)
+        and any(c.islower() for c in run)
+    )
+    return BASE64_MARKER if looks_encoded else run
+
+
+def _render_command(text: str) -> str:
+    """'<command-name>/compact</command-name>...<command-args>x</command-args>' -> '/compact x'."""
+    tags: dict[str, str] = {}
+    for match in _COMMAND_TAG.finditer(text):
+        tags.setdefault(match.group(1), match.group(2).strip())
+    rest = _COMMAND_TAG.sub("", text).strip()
+    name = tags.get("name") or tags.get("message") or ""
+    if name and not name.startswith("/"):
+        name = "/" + name
+    command = f"{name} {tags.get('args', '')}".strip()
+    return f"{command}\n{rest}".strip() if rest else command
+
+
+def clean_text(text: str) -> str:
+    """Strip harness wrappers and inlined binary from one kept text; '' when nothing is left."""
+    if "<" in text:
+        text = _NOISE_BLOCK.sub("", text)
+        if "<command-" in text:
+            text = _render_command(text)
+        if "<bash-input>" in text:
+            text = _BASH_INPUT.sub(lambda m: "! " + m.group(1).strip(), text)
+    if "base64," in text:
+        text = _DATA_URI.sub(BASE64_MARKER, text)
+    if len(text) >= 100:
+        text = _BASE64_RUN.sub(_base64_or_keep, text)
+    text = _MANY_BLANK_LINES.sub("\n\n", text).strip()
+    if text.startswith(_INTERRUPT_PREFIX):
+        return ""
+    return text
+
+
+def _text_blocks(content: Any) -> list[str]:
+    """The text of a message's content: a plain string, or the 'text' blocks of a block list.
+
+    Every other block (tool_use, tool_result, thinking with its signature, redacted_thinking,
+    image, document) is dropped here, which is what removes tool noise and base64 payloads.
+    """
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        block["text"]
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+    ]
+
+
+# --- line classification (shared by read_delta and count_turns_fast so they always agree) -----
+
+
+def user_request_text(obj: dict[str, Any]) -> str | None:
+    """The human's words on a top-level 'user' line, or None when the line is not a request."""
+    if obj.get("type") != "user":
+        return None
+    # isMeta: slash-command expansions, caveats, "Continue from where you left off."
+    # isCompactSummary: a recap of earlier turns; extracting it again would duplicate knowledge.
+    if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isVisibleInTranscriptOnly"):
+        return None
+    message = obj.get("message")
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    # A line that carries a tool result is tool plumbing, whatever else it holds.
+    if isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    ):
+        return None
+    text = clean_text("\n".join(_text_blocks(content)))
+    return text or None
+
+
+def queued_prompt_text(obj: dict[str, Any]) -> str | None:
+    """A prompt the human typed while the agent was busy.
+
+    Claude Code delivers it as an attachment of type queued_command and never writes it as a
+    'user' line, so skipping every attachment would lose those words. Task notifications use
+    the same attachment with another commandMode, and are not the human.
+    """
+    if obj.get("type") != "attachment":
+        return None
+    attachment = obj.get("attachment")
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return None
+    if attachment.get("commandMode", "prompt") != "prompt":
+        return None
+    origin = attachment.get("origin")
+    if isinstance(origin, dict) and origin.get("kind", "human") != "human":
+        return None
+    prompt = attachment.get("prompt")
+    text = clean_text("\n".join(_text_blocks(prompt)))
+    return text or None
+
+
+def _assistant_text(obj: dict[str, Any], message: dict[str, Any]) -> str | None:
+    # "<synthetic>" messages ("No response requested.") and API error notices are written by
+    # Claude Code itself, not by the model.
+    if message.get("model") == "<synthetic>" or obj.get("isApiErrorMessage"):
+        return None
+    text = clean_text("\n\n".join(_text_blocks(message.get("content"))))
+    return text or None
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def _read_complete_lines(handle: Any, max_bytes: int | None) -> bytes:
+    """Bytes from the current position up to and including the last wanted b"\\n"."""
+    if max_bytes is None:
+        buffer = handle.read()
+        return buffer[: buffer.rfind(b"\n") + 1]
+    buffer = handle.read(max(max_bytes, 0))
+    cut = buffer.rfind(b"\n")
+    if cut >= 0:
+        return buffer[: cut + 1]
+    # One line is longer than max_bytes. Consume it whole anyway, so that a 10 MB line cannot
+    # wedge ingestion by never fitting in a batch.
+    chunks = [buffer]
+    while chunk := handle.read(_READ_CHUNK):
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            chunks.append(chunk[: newline + 1])
+            return b"".join(chunks)
+        chunks.append(chunk)
+    return b""  # the line is still being written: leave it for later
+
+
+class _TurnBuilder:
+    """Collects kept texts in file order and joins split assistant messages into one turn."""
+
+    def __init__(self) -> None:
+        self._turns: list[dict[str, Any]] = []
+        self._by_message_id: dict[str, dict[str, Any]] = {}
+        self._seen_uuids: set[str] = set()
+
+    def add(self, obj: dict[str, Any], role: str, text: str, message_id: str | None) -> None:
+        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
+        if uuid is not None:
+            if uuid in self._seen_uuids:
+                return  # the same line written twice must not become two turns
+            self._seen_uuids.add(uuid)
+        if message_id is not None and message_id in self._by_message_id:
+            self._by_message_id[message_id]["parts"].append(text)
+            return
+        timestamp = obj.get("timestamp")
+        turn = {
+            "role": role,
+            "parts": [text],
+            "timestamp": timestamp if isinstance(timestamp, str) else None,
+            "uuid": uuid,
+            "is_sidechain": obj.get("isSidechain") is True,
+        }
+        self._turns.append(turn)
+        if message_id is not None:
+            self._by_message_id[message_id] = turn
+
+    def build(self) -> list[Turn]:
+        return [
+            Turn(
+                role=t["role"],
+                text="\n\n".join(t["parts"]),
+                timestamp=t["timestamp"],
+                uuid=t["uuid"],
+                is_sidechain=t["is_sidechain"],
+            )
+            for t in self._turns
+        ]
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    if len(line) > MAX_LINE_BYTES:
+        return None
+    try:
+        obj = orjson.loads(line)  # also rejects invalid UTF-8
+    except orjson.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _keep_line(builder: _TurnBuilder, obj: dict[str, Any]) -> None:
+    line_type = obj.get("type")
+    if line_type == "user":
+        text = user_request_text(obj)
+        if text is not None:
+            builder.add(obj, "user", text, None)
+    elif line_type == "assistant":
+        message = obj.get("message")
+        if isinstance(message, dict):
+            text = _assistant_text(obj, message)
+            if text is not None:
+                message_id = message.get("id")
+                builder.add(obj, "assistant", text, message_id if isinstance(message_id, str) else None)
+    elif line_type == "attachment":
+        text = queued_prompt_text(obj)
+        if text is not None:
+            builder.add(obj, "user", text, None)
+    # Everything else (system, summary, mode, queue-operation, file-history-snapshot, unknown
+    # future types ...) is bookkeeping: skipped without counting as bad.
+
+
+def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None = None) -> Delta:
+    """Parse the complete lines after `offset` into turns. Never raises on file content.
+
+    With max_bytes, stops at the first line boundary at or before that many bytes, but always
+    consumes at least one complete line. Without it, reads to the end of the file.
+    """
+    if offset < 0:
+        raise ValueError(f"offset must be >= 0, got {offset}")
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    except (FileNotFoundError, NotADirectoryError):
+        return Delta([], offset, offset, 0, 0, None, None, missing=True)
+    with handle:
+        if os.fstat(handle.fileno()).st_size < offset:
+            return Delta([], offset, offset, 0, 0, None, None, truncated=True)
+        handle.seek(offset)
+        data = _read_complete_lines(handle, max_bytes)
+
+    builder = _TurnBuilder()
+    lines = bad = 0
+    cwd: str | None = None
+    session_id: str | None = None
+    for raw in data.split(b"\n")[:-1]:  # data ends with b"\n": the last piece is always empty
+        lines += 1
+        if not raw.strip():
+            continue
+        obj = _parse(raw)
+        if obj is None:
+            bad += 1
+            continue
+        if cwd is None and isinstance(obj.get("cwd"), str):
+            cwd = obj["cwd"]
+        if session_id is None and isinstance(obj.get("sessionId"), str):
+            session_id = obj["sessionId"]
+        try:
+            _keep_line(builder, obj)
+        except (TypeError, ValueError, AttributeError):  # a known type in an unknown shape
+            bad += 1
+    return Delta(builder.build(), offset, offset + len(data), lines, bad, cwd, session_id)
+
+
+# --- the cheap count for the Stop hook -------------------------------------------------------
+
+# Byte markers of the only lines that can hold a user request. Claude Code writes compact JSON,
+# and a quote inside a string value is escaped (\"), so text that merely mentions these words
+# never matches. Lines that match are parsed and judged by the same functions as read_delta.
+_USER_MARKER = b'"type":"user"'
+_QUEUED_MARKER = b'"type":"queued_command"'
+# Tool results are most user lines by count and nearly all by bytes; skipping them unparsed is
+# what keeps the count cheap. user_request_text rejects them too, so the count stays in step.
+_TOOL_RESULT_MARKER = b'"tool_use_id"'
+
+
+def count_turns_fast(path: str | os.PathLike[str], offset: int) -> int:
+    """Count complete pending user requests after `offset`; 0 if the file is missing or shorter.
+
+    Scans bytes for markers and parses only the few lines that might be a human request, so a
+    transcript tens of MB long costs a read and a few bytes.find passes.
+    """
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(offset, 0))
+            data = handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    end = data.rfind(b"\n") + 1  # only complete lines count
+    count = 0
+    for marker, judge in ((_USER_MARKER, user_request_text), (_QUEUED_MARKER, queued_prompt_text)):
+        position = 0
+        while (hit := data.find(marker, position, end)) >= 0:
+            start = data.rfind(b"\n", 0, hit) + 1
+            stop = data.find(b"\n", hit, end)
+            position = stop + 1
+            if marker is _USER_MARKER and data.find(_TOOL_RESULT_MARKER, start, stop) >= 0:
+                continue
+            obj = _parse(data[start:stop])
+            try:
+                if obj is not None and judge(obj) is not None:
+                    count += 1
+            except (TypeError, ValueError, AttributeError):
+                pass
+    return count
+
+
+# --- small helpers for callers ---------------------------------------------------------------
+
+
+def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:
+    """Subagent transcripts of a session: <dir>/<session-id>/subagents/agent-*.jsonl, sorted."""
+    main = Path(transcript_path)
+    folder = main.parent / main.stem / "subagents"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file())
+
+
+def project_key(cwd: str) -> str:
+    """A stable project identifier: the absolute, symlink-resolved path, no trailing slash."""
+    resolved = os.path.realpath(os.path.expanduser(cwd))
+    return resolved.rstrip("/") or "/"
+
+
+def _label(turn: Turn) -> str:
+    # A subagent's "user" is the main agent briefing it, not the human: say so to the LLM.
+    if turn.is_sidechain:
+        return "Subagent task" if turn.role == "user" else "Subagent"
+    return "User" if turn.role == "user" else "Assistant"
+
+
+def render_turns(turns: Iterable[Turn]) -> str:
+    """Compact text for the extraction prompt: one 'User: ...' / 'Assistant: ...' per turn."""
+    return "\n".join(f"{_label(turn)}: {turn.text}" for turn in turns)

@@ -1,0 +1,150 @@
+"""The detached process that does the slow work: ingestion under a per-transcript lock,
+the SessionStart sweep, and consolidation. Started by hooks.py; also used by the CLI.
+
+    python -m lore_plugin.worker ingest PATH [--session ID]
+    python -m lore_plugin.worker sweep [--projects DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .config import Settings, load_settings
+from .errors import LLMUnavailable, LoreError
+from .locks import transcript_lock
+from .logs import setup_logging
+
+log = logging.getLogger("lore.worker")
+
+
+def claude_projects_dir() -> Path:
+    return Path(os.environ.get("LORE_CLAUDE_PROJECTS") or Path.home() / ".claude" / "projects")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return -1
+
+
+class Worker:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._ingestor = None
+
+    def ingestor(self):  # noqa: ANN201 - built lazily: heavy imports only when there is work
+        if self._ingestor is None:
+            from .embedding import FastEmbedder
+            from .ingest import Ingestor
+            from .llm import pick_llm
+
+            self._ingestor = Ingestor(self.settings, pick_llm(self.settings),
+                                      FastEmbedder(self.settings.home / "models"), self.clock)
+        return self._ingestor
+
+    def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
+               ignore_backoff: bool = False) -> dict[str, int]:
+        """Ingests one session transcript and its subagents' transcripts. If another worker
+        holds the lock, the work is left to it: the holder re-reads the file before it lets go."""
+        from .transcript import subagent_paths
+
+        totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
+        lock = transcript_lock(self.settings.lock_dir, str(path))
+        while True:
+            if not lock.try_acquire():
+                log.info("%s is being ingested by another worker", path)
+                return totals
+            size_at_start = _size(path)
+            try:
+                for file in [path, *subagent_paths(path)]:
+                    report = self.ingestor().ingest(file, session_id, retry_parked, ignore_backoff)
+                    totals["batches"] += report.batches
+                    totals["fragments"] += report.fragments
+                    totals["supersessions"] += report.supersessions
+                    totals["failed"] += report.failed is not None
+            finally:
+                lock.release()
+            # Lines appended while we held the lock may belong to a worker that gave up on
+            # seeing it: go round again so no delta is stranded.
+            if _size(path) <= size_at_start or totals["failed"]:
+                return totals
+
+    def pending(self, projects: Path) -> Iterable[Path]:
+        """Session transcripts with an unread tail older than stale_tail_secs (a crashed or
+        still-open session), plus failed batches whose back-off has passed."""
+        from .store import Store
+
+        store = Store(self.settings.db_path, readonly=True)
+        try:
+            marks = store.watermarks()
+            due = {f["file_path"] for f in store.failures()
+                   if not f["parked"] and f["next_retry"] <= self.clock()}
+        finally:
+            store.close()
+        now = time.time()
+        for path in sorted(projects.glob("*/*.jsonl")):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            unread = stat.st_size > marks.get(str(path), 0)
+            if str(path) in due or (unread and now - stat.st_mtime >= self.settings.stale_tail_secs):
+                yield path
+
+    def sweep(self, projects: Path) -> dict[str, int]:
+        totals = {"transcripts": 0, "fragments": 0}
+        for path in self.pending(projects):
+            result = self.ingest(path)
+            totals["transcripts"] += 1
+            totals["fragments"] += result["fragments"]
+        from .consolidate import run_if_overdue
+
+        run_if_overdue(self.settings, self.clock)
+        return totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = load_settings()
+    setup_logging(settings.log_dir, "worker")
+    parser = argparse.ArgumentParser(prog="lore-worker")
+    sub = parser.add_subparsers(dest="job", required=True)
+    p = sub.add_parser("ingest")
+    p.add_argument("path", type=Path)
+    p.add_argument("--session")
+    p = sub.add_parser("sweep")
+    p.add_argument("--projects", type=Path, default=None)
+    sub.add_parser("consolidate")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    worker = Worker(settings)
+    try:
+        if args.job == "ingest":
+            result = worker.ingest(args.path, args.session)
+        elif args.job == "sweep":
+            result = worker.sweep(args.projects or claude_projects_dir())
+        else:
+            from .consolidate import run_if_overdue
+
+            result = {"ran": int(run_if_overdue(settings, time.time, force=True) is not None)}
+        log.info("%s done in %.2fs: %s", args.job, time.monotonic() - started, result)
+    except LLMUnavailable as exc:
+        log.warning("%s: %s; the watermarks keep the place, nothing is lost", args.job, exc)
+    except LoreError as exc:
+        log.error("%s failed: %s", args.job, exc)
+        return 1
+    except Exception:
+        log.exception("%s crashed", args.job)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

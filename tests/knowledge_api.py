@@ -1,0 +1,50 @@
+"""A fake model that "extracts" knowledge deterministically from the prompt it is sent,
+so tests can check exactly which turns reached the LLM and where their knowledge landed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.fake_anthropic import Reply, error_reply, text_reply, tool_reply
+
+RULE = re.compile(r"(\w+) rule (\d+) uses value (\d+)")
+
+
+def prompt_text(body: dict) -> str:
+    return json.dumps(body.get("messages", []))
+
+
+def extraction_for(text: str) -> dict:
+    facts: dict[str, list[dict]] = {}
+    for topic, n, value in RULE.findall(text):
+        fact = {"summary": f"{topic} rule {n} uses value {value}", "importance": "medium",
+                "content": f"The team decided {topic} rule {n} uses value {value}."}
+        if fact not in facts.setdefault(topic, []):
+            facts[topic].append(fact)
+    topics = [{"name": f"{topic.title()} rules", "summary": f"Rules of the {topic} domain",
+               "importance": "high",
+               "concepts": [{"name": f"{topic.title()} rule values", "summary": "Agreed values",
+                             "importance": "medium", "facts": found}]}
+              for topic, found in facts.items()]
+    return {"topics": topics, "corrections": [], "relationships": []}
+
+
+class KnowledgeModel:
+    """Responder for FakeAnthropic. `fail_next` makes the next N calls answer `failure`."""
+
+    def __init__(self) -> None:
+        self.fail_next = 0
+        self.failure: Reply = error_reply(500)
+        self.extra: dict = {}
+
+    def __call__(self, body: dict) -> Reply:
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            return self.failure
+        if not body.get("tools"):
+            return text_reply("ok")
+        answer = extraction_for(prompt_text(body))
+        for key, value in self.extra.items():
+            answer[key] = value
+        return tool_reply("record_knowledge", answer)
