@@ -15,10 +15,10 @@ def prompt_text(body: dict) -> str:
     return json.dumps(body.get("messages", []))
 
 
-def extraction_for(text: str) -> dict:
+def extraction_for(text: str, tag: str = "") -> dict:
     facts: dict[str, list[dict]] = {}
     for topic, n, value in RULE.findall(text):
-        fact = {"summary": f"{topic} rule {n} uses value {value}", "importance": "medium",
+        fact = {"summary": f"{topic} rule {n} uses value {value}{tag}", "importance": "medium",
                 "content": f"The team decided {topic} rule {n} uses value {value}."}
         if fact not in facts.setdefault(topic, []):
             facts[topic].append(fact)
@@ -33,7 +33,9 @@ def extraction_for(text: str) -> dict:
 class KnowledgeModel:
     """Responder for FakeAnthropic. `fail_next` makes the next N calls answer `failure`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag_requests: bool = False) -> None:
+        self.tag_requests = tag_requests  # mark facts with the request that made them
+        self.calls = 0
         self.fail_next = 0
         self.failure: Reply = error_reply(500)
         self.extra: dict = {}
@@ -44,7 +46,8 @@ class KnowledgeModel:
             return self.failure
         if not body.get("tools"):
             return text_reply("ok")
-        answer = extraction_for(prompt_text(body))
+        self.calls += 1
+        answer = extraction_for(prompt_text(body), f" #{self.calls}" if self.tag_requests else "")
         for key, value in self.extra.items():
             answer[key] = value
         return tool_reply("record_knowledge", answer)
