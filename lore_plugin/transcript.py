@@ -14,11 +14,13 @@ Facts this module relies on (see design.md section 2 and the fixtures):
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import orjson
 
@@ -54,10 +56,10 @@ class Delta:
 _NOISE_BLOCK = re.compile(
     r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat"
     r"|bash-stdout|bash-stderr|task-notification|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
-    re.S,
+    re.DOTALL,
 )
-_COMMAND_TAG = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.S)
-_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.S)
+_COMMAND_TAG = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.DOTALL)
+_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
 _DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=]{16,}")
 # 100+ base64 characters without a break: an inlined image, archive or key blob. Plain words,
 # paths and hex hashes either break the run or lack the mixed character classes checked below.
@@ -123,14 +125,16 @@ def _text_blocks(content: Any) -> list[str]:
     return [
         block["text"]
         for block in content
-        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
     ]
 
 
 # --- line classification (shared by read_delta and count_turns_fast so they always agree) -----
 
 
-def user_request_text(obj: dict[str, Any]) -> str | None:
+def _user_request_text(obj: dict[str, Any]) -> str | None:
     """The human's words on a top-level 'user' line, or None when the line is not a request."""
     if obj.get("type") != "user":
         return None
@@ -151,7 +155,7 @@ def user_request_text(obj: dict[str, Any]) -> str | None:
     return text or None
 
 
-def queued_prompt_text(obj: dict[str, Any]) -> str | None:
+def _queued_prompt_text(obj: dict[str, Any]) -> str | None:
     """A prompt the human typed while the agent was busy.
 
     Claude Code delivers it as an attachment of type queued_command and never writes it as a
@@ -224,26 +228,16 @@ class _TurnBuilder:
             self._by_message_id[message_id]["parts"].append(text)
             return
         timestamp = obj.get("timestamp")
-        turn = {
-            "role": role,
-            "parts": [text],
-            "timestamp": timestamp if isinstance(timestamp, str) else None,
-            "uuid": uuid,
-            "is_sidechain": obj.get("isSidechain") is True,
-        }
+        turn = {"role": role, "parts": [text], "uuid": uuid}
+        turn["timestamp"] = timestamp if isinstance(timestamp, str) else None
+        turn["is_sidechain"] = obj.get("isSidechain") is True
         self._turns.append(turn)
         if message_id is not None:
             self._by_message_id[message_id] = turn
 
     def build(self) -> list[Turn]:
         return [
-            Turn(
-                role=t["role"],
-                text="\n\n".join(t["parts"]),
-                timestamp=t["timestamp"],
-                uuid=t["uuid"],
-                is_sidechain=t["is_sidechain"],
-            )
+            Turn(t["role"], "\n\n".join(t["parts"]), t["timestamp"], t["uuid"], t["is_sidechain"])
             for t in self._turns
         ]
 
@@ -261,7 +255,7 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 def _keep_line(builder: _TurnBuilder, obj: dict[str, Any]) -> None:
     line_type = obj.get("type")
     if line_type == "user":
-        text = user_request_text(obj)
+        text = _user_request_text(obj)
         if text is not None:
             builder.add(obj, "user", text, None)
     elif line_type == "assistant":
@@ -270,9 +264,11 @@ def _keep_line(builder: _TurnBuilder, obj: dict[str, Any]) -> None:
             text = _assistant_text(obj, message)
             if text is not None:
                 message_id = message.get("id")
-                builder.add(obj, "assistant", text, message_id if isinstance(message_id, str) else None)
+                builder.add(
+                    obj, "assistant", text, message_id if isinstance(message_id, str) else None
+                )
     elif line_type == "attachment":
-        text = queued_prompt_text(obj)
+        text = _queued_prompt_text(obj)
         if text is not None:
             builder.add(obj, "user", text, None)
     # Everything else (system, summary, mode, queue-operation, file-history-snapshot, unknown
@@ -322,45 +318,62 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
 
 # --- the cheap count for the Stop hook -------------------------------------------------------
 
-# Byte markers of the only lines that can hold a user request. Claude Code writes compact JSON,
-# and a quote inside a string value is escaped (\"), so text that merely mentions these words
-# never matches. Lines that match are parsed and judged by the same functions as read_delta.
-_USER_MARKER = b'"type":"user"'
-_QUEUED_MARKER = b'"type":"queued_command"'
+# The only lines that can hold a user request. Claude Code writes compact JSON (the spaced form
+# is what Python's json.dumps writes, e.g. in hand-made transcripts). A quote inside a string
+# value is escaped (\"), so text that merely mentions these words never matches. One regex pass
+# finds both kinds; matching lines are then parsed and judged by the same functions as
+# read_delta, so the two always agree.
+_REQUEST_MARKER = re.compile(rb'"type": ?"(?:user|queued_command)"')
 # Tool results are most user lines by count and nearly all by bytes; skipping them unparsed is
-# what keeps the count cheap. user_request_text rejects them too, so the count stays in step.
+# what keeps the count cheap. _user_request_text rejects them too.
 _TOOL_RESULT_MARKER = b'"tool_use_id"'
+
+
+def _count_requests(data: Any, start: int, size: int) -> int:
+    """Count request lines in data[start:size] (bytes or mmap), complete lines only."""
+    end = data.rfind(b"\n", start, size) + 1
+    count, previous = 0, -1
+    for match in _REQUEST_MARKER.finditer(data, start, max(end, start)):
+        line_start = max(data.rfind(b"\n", start, match.start()) + 1, start)
+        if line_start == previous:
+            continue  # a second marker on a line already judged
+        previous = line_start
+        line_end = data.find(b"\n", match.end(), end)
+        if data.find(_TOOL_RESULT_MARKER, line_start, line_end) >= 0:
+            continue
+        obj = _parse(data[line_start:line_end])
+        try:
+            if obj is not None and (_user_request_text(obj) or _queued_prompt_text(obj)):
+                count += 1
+        except (TypeError, ValueError, AttributeError):
+            pass
+    return count
 
 
 def count_turns_fast(path: str | os.PathLike[str], offset: int) -> int:
     """Count complete pending user requests after `offset`; 0 if the file is missing or shorter.
 
-    Scans bytes for markers and parses only the few lines that might be a human request, so a
-    transcript tens of MB long costs a read and a few bytes.find passes.
+    Called by the Stop hook after every turn. It scans bytes and parses only the few lines that
+    might be a human request, so a tail of tens of MB costs one regex pass. It agrees with the
+    user turns of read_delta, except that a line written twice is counted twice here.
     """
+    offset = max(offset, 0)
     try:
         with open(path, "rb") as handle:
-            handle.seek(max(offset, 0))
-            data = handle.read()
+            size = os.fstat(handle.fileno()).st_size
+            if size <= offset:
+                return 0
+            try:
+                # A mapping avoids copying a long tail into memory. The file is append-only, so
+                # the mapped bytes do not change under us.
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                    return _count_requests(mapped, offset, size)
+            except (OSError, ValueError):  # a file system or file type that cannot be mapped
+                handle.seek(offset)
+                data = handle.read()
+                return _count_requests(data, 0, len(data))
     except (FileNotFoundError, NotADirectoryError):
         return 0
-    end = data.rfind(b"\n") + 1  # only complete lines count
-    count = 0
-    for marker, judge in ((_USER_MARKER, user_request_text), (_QUEUED_MARKER, queued_prompt_text)):
-        position = 0
-        while (hit := data.find(marker, position, end)) >= 0:
-            start = data.rfind(b"\n", 0, hit) + 1
-            stop = data.find(b"\n", hit, end)
-            position = stop + 1
-            if marker is _USER_MARKER and data.find(_TOOL_RESULT_MARKER, start, stop) >= 0:
-                continue
-            obj = _parse(data[start:stop])
-            try:
-                if obj is not None and judge(obj) is not None:
-                    count += 1
-            except (TypeError, ValueError, AttributeError):
-                pass
-    return count
 
 
 # --- small helpers for callers ---------------------------------------------------------------
