@@ -1,0 +1,140 @@
+"""`lore ingest`, `doctor`, `export`, `import` and `forget`: the commands a user needs when
+something looks wrong, or to move and prune their memory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .config import Settings
+
+Handler = Callable[[argparse.Namespace, Settings], int]
+
+
+def _progress(done: int, total: int, label: str) -> None:
+    if not sys.stderr.isatty() and done not in (0, total):
+        return  # a log file gets the start and the end, not a redrawn bar
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {label[:50]:<50}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def transcripts_under(paths: list[Path]) -> list[Path]:
+    """Session transcripts (subagent files are ingested with their session)."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_file() and path.suffix == ".jsonl":
+            found.append(path)
+        elif path.is_dir():
+            found += [p for p in path.rglob("*.jsonl") if "subagents" not in p.parts]
+    return sorted(set(found))
+
+
+def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    from .store import Store
+    from .worker import Worker, claude_projects_dir
+
+    roots = args.paths or [claude_projects_dir()]
+    files = transcripts_under(roots)
+    store = Store(settings.db_path)
+    try:
+        if args.retry_failed:
+            count = store.unpark_all(time.time())
+            print(f"retrying {count} failed or parked batch(es)")
+        marks = store.watermarks()
+    finally:
+        store.close()
+    todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0)]
+    print(f"{len(files)} transcripts under {', '.join(map(str, roots))}; "
+          f"{len(files) - len(todo)} already done, {len(todo)} to ingest")
+    worker = Worker(settings)
+    totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
+    for index, path in enumerate(todo):
+        _progress(index, len(todo), path.name)
+        result = worker.ingest(path, retry_parked=args.retry_failed, ignore_backoff=True)
+        for key in totals:
+            totals[key] += result[key]
+    _progress(len(todo), len(todo), "done")
+    print(f"ingested {totals['batches']} batches: {totals['fragments']} fragments, "
+          f"{totals['supersessions']} corrections; {totals['failed']} transcript(s) failed"
+          + (" (see `lore status`)" if totals["failed"] else ""))
+    return 1 if totals["failed"] else 0
+
+
+def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    from .maintenance import doctor
+
+    def embed(store) -> int:  # noqa: ANN001
+        from .cli import open_memory
+
+        memory = open_memory(settings)
+        try:
+            return memory.backfill_embeddings()
+        finally:
+            memory.close()
+
+    findings = doctor(settings, fix=args.fix, embed=embed)
+    for f in findings:
+        mark = "ok " if f.ok else ("fixed" if f.fixed else "FAIL")
+        print(f"{mark:5} {f.check:11} {f.detail}")
+    broken = [f for f in findings if not f.ok and not f.fixed]
+    if broken and not args.fix:
+        print("run `lore doctor --fix` to repair what can be repaired")
+    return 1 if broken else 0
+
+
+def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from .maintenance import export
+
+    counts = export(settings, args.file)
+    print(f"exported {counts['fragments']} fragments, {counts['edges']} edges and "
+          f"{counts['watermarks']} watermarks to {args.file}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from .maintenance import apply_import, plan_import
+
+    plan = plan_import(settings, args.file)
+    print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges and "
+          f"{len(plan.watermarks)} watermarks; {plan.skipped_fragments} fragments and "
+          f"{plan.skipped_edges} edges are already here")
+    if not args.yes:
+        print("nothing changed: run again with --yes to import")
+        return 0
+    apply_import(settings, plan)
+    print("imported")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    from .maintenance import forget
+
+    gone = forget(settings, args.id, args.cascade, time.time())
+    print(f"forgot {len(gone)} fragment(s)" + ("" if args.cascade else
+                                                "; their children moved up to the parent"))
+    return 0
+
+
+def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handler]) -> None:
+    p = sub.add_parser("ingest", help="backfill transcripts (default ~/.claude/projects)")
+    p.add_argument("paths", nargs="*", type=Path)
+    p.add_argument("--retry-failed", action="store_true", help="retry parked batches too")
+    p = sub.add_parser("doctor", help="check the database and repair with --fix")
+    p.add_argument("--fix", action="store_true")
+    p = sub.add_parser("export", help="write a JSON Lines backup")
+    p.add_argument("file", type=Path)
+    p = sub.add_parser("import", help="preview, then (--yes) add a backup's missing knowledge")
+    p.add_argument("file", type=Path)
+    p.add_argument("--yes", action="store_true")
+    p = sub.add_parser("forget", help="delete a fragment (children move up unless --cascade)")
+    p.add_argument("id")
+    p.add_argument("--cascade", action="store_true")
+    commands.update(ingest=cmd_ingest, doctor=cmd_doctor, export=cmd_export,
+                    forget=cmd_forget, **{"import": cmd_import})

@@ -1,0 +1,199 @@
+"""Inspection and repair: doctor, export/import, and forgetting on request."""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .config import Settings
+from .errors import InvalidInput
+from .locks import FileLock
+from .store import Store
+
+FORMAT = "lore-export"
+VERSION = 1
+WAL_WARN_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class Finding:
+    check: str
+    ok: bool
+    detail: str
+    fixed: bool = False
+
+
+@dataclass
+class ImportPlan:
+    fragments: list[dict[str, Any]] = field(default_factory=list)
+    edges: list[dict[str, Any]] = field(default_factory=list)
+    watermarks: list[dict[str, Any]] = field(default_factory=list)
+    skipped_fragments: int = 0
+    skipped_edges: int = 0
+
+
+def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None
+           ) -> list[Finding]:
+    """Every check reports; with `fix`, each repairable problem is repaired in place."""
+    found: list[Finding] = []
+    if not settings.db_path.exists():
+        return [Finding("database", True, f"{settings.db_path} does not exist yet (nothing to check)")]
+    store = Store(settings.db_path)
+    try:
+        problems = [p for p in store.integrity_check() if p != "ok"]
+        found.append(Finding("integrity", not problems, "; ".join(problems[:5]) or "PRAGMA integrity_check ok"))
+        fts_ok = store.fts_consistent()
+        finding = Finding("fts index", fts_ok, "in step with fragments" if fts_ok else "out of step")
+        if not fts_ok and fix:
+            store.rebuild_fts()
+            finding.fixed = store.fts_consistent()
+        found.append(finding)
+        orphans, dangling = store.orphan_edges(), store.dangling_supersessions()
+        finding = Finding("graph", not orphans and not dangling,
+                          f"{len(orphans)} orphan edges, {len(dangling)} dangling supersessions")
+        if (orphans or dangling) and fix:
+            store.repair_graph(orphans, dangling)
+            finding.fixed = True
+        found.append(finding)
+        missing = store.counts()["without_embedding"]
+        finding = Finding("embeddings", missing == 0, f"{missing} fragments without a vector")
+        if missing and fix and embed is not None:
+            done = embed(store)
+            finding.fixed = done >= missing
+            finding.detail += f"; embedded {done}"
+        found.append(finding)
+        wal = store.wal_bytes()
+        finding = Finding("wal", wal < WAL_WARN_BYTES, f"WAL is {wal / 1e6:.1f} MB")
+        if wal >= WAL_WARN_BYTES and fix:
+            store.checkpoint()
+            finding.fixed = True
+        found.append(finding)
+        parked = store.failures(parked_only=True)
+        found.append(Finding("ingestion", not parked, f"{len(parked)} parked batches"
+                             + (" (retry: lore ingest --retry-failed)" if parked else "")))
+    finally:
+        store.close()
+    found.append(_stale_locks(settings, fix))
+    return found
+
+
+def _stale_locks(settings: Settings, fix: bool) -> Finding:
+    """Lock files are freed by the OS when their holder dies, so a lock file nobody holds is
+    harmless; a held one whose recorded PID is gone would be a real problem."""
+    held, stale = [], []
+    for path in sorted(settings.lock_dir.glob("*.lock")) if settings.lock_dir.exists() else []:
+        if FileLock(path).is_held_elsewhere():
+            held.append(path.name)
+        else:
+            stale.append(path)
+    if fix:
+        for path in stale:
+            path.unlink(missing_ok=True)
+    detail = f"{len(held)} held by running workers, {len(stale)} unused lock files"
+    return Finding("locks", True, detail + (" (removed)" if fix and stale else ""), fixed=bool(fix and stale))
+
+
+def export(settings: Settings, out: Path) -> dict[str, int]:
+    """JSON Lines: a header, then one record per fragment, edge and watermark. Vectors are
+    base64 float32, so a round trip does not even need the model."""
+    store = Store(settings.db_path, readonly=True)
+    counts = {"fragments": 0, "edges": 0, "watermarks": 0}
+    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    try:
+        with store.read(), open(tmp, "wb") as fh:
+            fh.write(orjson.dumps({"format": FORMAT, "version": VERSION, "exported_at": time.time()}) + b"\n")
+            for frag in store.export_fragments():
+                if frag["embedding"] is not None:
+                    frag["embedding"] = base64.b64encode(frag["embedding"]).decode()
+                frag["metadata"] = orjson.loads(frag["metadata"] or "{}")
+                fh.write(orjson.dumps({"fragment": frag}) + b"\n")
+                counts["fragments"] += 1
+            for edge in store.export_edges():
+                fh.write(orjson.dumps({"edge": edge}) + b"\n")
+                counts["edges"] += 1
+            for mark in store.watermark_rows():
+                fh.write(orjson.dumps({"watermark": mark}) + b"\n")
+                counts["watermarks"] += 1
+        tmp.replace(out)
+    finally:
+        store.close()
+        tmp.unlink(missing_ok=True)
+    return counts
+
+
+def plan_import(settings: Settings, source: Path) -> ImportPlan:
+    plan = ImportPlan()
+    with open(source, "rb") as fh:
+        header = orjson.loads(fh.readline() or b"{}")
+        if header.get("format") != FORMAT:
+            raise InvalidInput(f"{source} is not a Lore export (no '{FORMAT}' header)")
+        if int(header.get("version", 0)) > VERSION:
+            raise InvalidInput(f"{source} comes from a newer Lore (export version {header['version']})")
+        store = Store(settings.db_path, readonly=True)
+        try:
+            for number, line in enumerate(fh, start=2):
+                if not line.strip():
+                    continue
+                try:
+                    record = orjson.loads(line)
+                except orjson.JSONDecodeError as exc:
+                    raise InvalidInput(f"{source}:{number}: not JSON ({exc})") from exc
+                _plan_record(store, record, plan)
+        finally:
+            store.close()
+    return plan
+
+
+def _plan_record(store: Store, record: dict[str, Any], plan: ImportPlan) -> None:
+    if "fragment" in record:
+        frag = dict(record["fragment"])
+        if store.has_fragment(frag["id"]):
+            plan.skipped_fragments += 1
+            return
+        if frag.get("embedding"):
+            frag["embedding"] = base64.b64decode(frag["embedding"])
+        frag["metadata"] = orjson.dumps(frag.get("metadata") or {}).decode()
+        plan.fragments.append(frag)
+    elif "edge" in record:
+        edge = record["edge"]
+        if store.has_edge(edge["source"], edge["target"], edge["kind"]):
+            plan.skipped_edges += 1
+        else:
+            plan.edges.append(edge)
+    elif "watermark" in record:
+        plan.watermarks.append(record["watermark"])
+
+
+def apply_import(settings: Settings, plan: ImportPlan) -> None:
+    store = Store(settings.db_path)
+    try:
+        store.import_rows(plan.fragments, plan.edges, plan.watermarks)
+    finally:
+        store.close()
+
+
+def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> list[str]:
+    """Deletes a fragment (and with `cascade` its whole subtree); otherwise its children move
+    up to its parent. FTS rows and vectors go with the rows. Returns the deleted ids."""
+    store = Store(settings.db_path)
+    try:
+        fid = store.resolve_id(fragment_id)
+        doomed = [fid]
+        if cascade:
+            below = store.descendant_ids(fid, include_superseded=True)
+            doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
+        store.secure_delete()
+        with store.write():
+            for victim in doomed[1:] + doomed[:1]:
+                store.delete(victim, now)
+        store.purge_deleted()
+        return doomed
+    finally:
+        store.close()

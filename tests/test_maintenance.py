@@ -1,0 +1,146 @@
+"""doctor, export/import and forget: inspect, repair, move and prune memory safely."""
+
+from __future__ import annotations
+
+import subprocess
+
+import apsw
+import pytest
+
+from lore_plugin.config import Settings
+from lore_plugin.errors import InvalidInput
+from lore_plugin.maintenance import apply_import, doctor, export, forget, plan_import
+from lore_plugin.memory import Memory
+from lore_plugin.store import Store
+from tests.conftest import PYTHON, python_env
+from tests.test_memory import tree
+
+
+@pytest.fixture()
+def settings(tmp_path, db_path) -> Settings:
+    return Settings(db_path=db_path, home=tmp_path / "home")
+
+
+def dump(db) -> list:
+    store = Store(db)
+    try:
+        frags = store.execute("SELECT id, content, summary, depth, embedding, created_at, access_count, "
+                              "superseded_by, metadata, importance, project FROM fragments ORDER BY id")
+        edges = store.execute("SELECT source, target, kind, weight FROM edges ORDER BY source, target, kind")
+        marks = store.execute("SELECT * FROM watermarks ORDER BY file_path")
+        return [frags, edges, marks]
+    finally:
+        store.close()
+
+
+def test_doctor_reports_a_healthy_database_as_ok(memory, settings):
+    tree(memory)
+    findings = doctor(settings)
+    assert all(f.ok for f in findings), findings
+
+
+def test_doctor_finds_and_fixes_fts_drift_orphans_dangling_pointers_and_missing_vectors(
+        memory, settings, embedder):
+    ids = tree(memory)
+    raw = apsw.Connection(str(settings.db_path))
+    raw.execute("PRAGMA foreign_keys=OFF")
+    raw.execute("INSERT INTO edges VALUES ('x1', ?, 'gone', 'associative', 0.5, 0)", (ids["pg"],))
+    raw.execute("UPDATE fragments SET superseded_by = 'vanished' WHERE id = ?", (ids["css"],))
+    raw.execute("UPDATE fragments SET embedding = NULL WHERE id = ?", (ids["react"],))
+    raw.execute("INSERT INTO fragments_fts(fragments_fts, rowid, summary, content) "
+                "VALUES ('delete', (SELECT rowid FROM fragments WHERE id = ?), 'Tailwind only, no CSS-in-JS', "
+                "'Styling uses Tailwind; no CSS-in-JS libraries are allowed.')", (ids["css"],))
+    raw.close()
+    broken = {f.check for f in doctor(settings) if not f.ok}
+    assert broken == {"fts index", "graph", "embeddings"}
+
+    def embed(store):
+        return Memory(settings.db_path, embedder).backfill_embeddings()
+
+    fixed = doctor(settings, fix=True, embed=embed)
+    assert all(f.ok or f.fixed for f in fixed), fixed
+    assert all(f.ok for f in doctor(settings))
+    assert memory.get(ids["css"]).superseded_by is None
+
+
+def test_export_then_import_into_an_empty_database_loses_nothing(memory, settings, tmp_path, clock):
+    ids = tree(memory)
+    memory.writer.supersede(ids["vacuum"], ids["pool"], clock())
+    memory.writer.link(ids["pg"], ids["react"], "associative", 0.4, clock())
+    memory.writer.set_watermark("/t/a.jsonl", 999, clock())
+    backup = tmp_path / "backup.jsonl"
+    counts = export(settings, backup)
+    assert counts == {"fragments": 8, "edges": 8, "watermarks": 1}  # 6 hierarchy + 2
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    plan = plan_import(fresh, backup)
+    assert len(plan.fragments) == 8 and plan.skipped_fragments == 0
+    assert not fresh.db_path.exists() or Store(fresh.db_path).count_fragments() == 0  # preview only
+    apply_import(fresh, plan)
+    assert dump(fresh.db_path) == dump(settings.db_path)
+    again = plan_import(fresh, backup)
+    assert again.fragments == [] and again.edges == [] and again.skipped_fragments == 8
+
+
+def test_import_rejects_a_file_that_is_not_a_lore_export(settings, tmp_path):
+    bad = tmp_path / "x.jsonl"
+    bad.write_text('{"hello": 1}\n')
+    with pytest.raises(InvalidInput, match="not a Lore export"):
+        plan_import(settings, bad)
+
+
+def test_forget_moves_children_up_and_leaves_no_trace_of_the_text(memory, settings, clock):
+    ids = tree(memory)
+    gone = forget(settings, ids["vacuum"][:10], cascade=False, now=clock())
+    assert gone == [ids["vacuum"]]
+    assert memory.parent(ids["detail"]).id == ids["pg"]
+    memory.close()
+    files = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))
+    assert b"Autovacuum runs nightly" not in files
+
+
+def test_forget_with_cascade_removes_the_whole_subtree(memory, settings, clock):
+    ids = tree(memory)
+    gone = forget(settings, ids["pg"], cascade=True, now=clock())
+    assert set(gone) == {ids["pg"], ids["pool"], ids["vacuum"], ids["detail"]}
+    store = Store(settings.db_path)
+    assert store.count_fragments() == 4
+    assert store.keyword_search('"ERR_7731"', 5) == []
+    assert store.orphan_edges() == [] and store.fts_consistent()
+
+
+def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([PYTHON, "-m", "lore_plugin.cli", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_cli_remembers_recalls_explores_and_explains_errors(tmp_path, isolated_home):
+    env = python_env()
+    out = run_cli("remember", "--topic", "Infra", "We run Kafka 3.7 with seven day retention.", env=env)
+    assert out.returncode == 0 and "remembered [" in out.stdout
+    out = run_cli("recall", "how long are events kept", env=env)
+    assert "Kafka 3.7" in out.stdout
+    out = run_cli("explore", "infra", env=env)
+    assert out.stdout.startswith("- [") and "Kafka" in out.stdout
+    assert "Infra" in run_cli("topics", env=env).stdout
+    status = run_cli("status", env=env)
+    assert status.returncode == 0 and "1 topics, 2 fragments" in status.stdout
+    bad = run_cli("show", "zz", env=env)
+    assert bad.returncode == 1 and "Traceback" not in bad.stderr and "not a fragment id" in bad.stderr
+    bad = run_cli("recall", "x", "--depth", "-2", env=env)
+    assert bad.returncode == 1 and "depth must be" in bad.stderr
+    backup = tmp_path / "b.jsonl"
+    assert run_cli("export", str(backup), env=env).returncode == 0
+    preview = run_cli("import", str(backup), env=env)
+    assert "would add 0 fragments" in preview.stdout and "2 fragments" in preview.stdout
+    doc = run_cli("doctor", env=env)
+    assert doc.returncode == 0 and "integrity" in doc.stdout
+
+
+def test_the_cli_refuses_a_database_from_a_future_version_clearly(tmp_path, isolated_home):
+    db = isolated_home / "memory.db"
+    Store(db).close()
+    raw = apsw.Connection(str(db))
+    raw.execute("PRAGMA user_version=99")
+    raw.close()
+    out = run_cli("topics", env=python_env())
+    assert out.returncode == 1 and "Upgrade Lore" in out.stderr and "Traceback" not in out.stderr
