@@ -516,3 +516,240 @@ class Store:
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """For maintenance code and tests that need an ad-hoc read; callers pass parameters."""
         return [tuple(r) for r in self.conn.execute(sql, params)]
+
+    def orphan_edges(self) -> list[str]:
+        """Edges whose end is gone (possible only if foreign keys were ever off)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT e.id FROM edges e WHERE NOT EXISTS (SELECT 1 FROM fragments f WHERE f.id = e.source) "
+            "OR NOT EXISTS (SELECT 1 FROM fragments f WHERE f.id = e.target)")]
+
+    def dangling_supersessions(self) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM fragments f WHERE superseded_by IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM fragments g WHERE g.id = f.superseded_by)")]
+
+    def repair_graph(self, edge_ids: Sequence[str], fragment_ids: Sequence[str]) -> None:
+        with self.write():
+            self.conn.executemany("DELETE FROM edges WHERE id = ?", [(i,) for i in edge_ids])
+            self.conn.executemany("UPDATE fragments SET superseded_by = NULL WHERE id = ?",
+                                  [(i,) for i in fragment_ids])
+            if fragment_ids:
+                self.bump_vector_epoch()
+
+    def wal_bytes(self) -> int:
+        try:
+            return Path(str(self.path) + "-wal").stat().st_size
+        except OSError:
+            return 0
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def secure_delete(self) -> None:
+        """From now on, deleted content is overwritten with zeros, not left in free pages."""
+        self.conn.execute("PRAGMA secure_delete=ON")
+
+    def purge_deleted(self) -> None:
+        """Merges FTS5 segments (dropping deleted tokens) and truncates the WAL, so forgotten
+        text does not linger anywhere in the database files."""
+        with self.write():
+            self.conn.execute("INSERT INTO fragments_fts(fragments_fts) VALUES ('optimize')")
+        self.checkpoint()
+
+    # -- export / import ----------------------------------------------------------------
+    EXPORT_COLUMNS = ("id", "content", "summary", "depth", "embedding", "created_at",
+                      "last_accessed", "access_count", "source_session", "superseded_by",
+                      "metadata", "importance", "relevance_score", "decay_rate",
+                      "last_reinforced", "project")
+
+    def export_fragments(self) -> Iterator[dict[str, Any]]:
+        cols = ", ".join(self.EXPORT_COLUMNS)
+        for row in self.conn.execute(f"SELECT {cols} FROM fragments ORDER BY rowid"):
+            yield dict(zip(self.EXPORT_COLUMNS, row))
+
+    def export_edges(self) -> Iterator[dict[str, Any]]:
+        keys = ("id", "source", "target", "kind", "weight", "created_at")
+        for row in self.conn.execute(f"SELECT {', '.join(keys)} FROM edges ORDER BY rowid"):
+            yield dict(zip(keys, row))
+
+    def has_fragment(self, fid: str) -> bool:
+        return self._one("SELECT 1 FROM fragments WHERE id = ?", (fid,)) is not None
+
+    def has_edge(self, source: str, target: str, kind: str) -> bool:
+        return self._one("SELECT 1 FROM edges WHERE source = ? AND target = ? AND kind = ?",
+                         (source, target, kind)) is not None
+
+    def import_rows(self, fragments: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]],
+                    watermarks: Sequence[dict[str, Any]]) -> None:
+        """Adds what is not there yet, in one transaction. Supersession pointers are set after
+        every fragment exists, so the order of the file does not matter."""
+        cols = self.EXPORT_COLUMNS
+        with self.write():
+            self.conn.executemany(
+                f"INSERT OR IGNORE INTO fragments ({', '.join(cols)}) VALUES "
+                f"({', '.join('?' * len(cols))})",
+                [tuple(None if c == "superseded_by" else f.get(c) for c in cols) for f in fragments])
+            self.conn.executemany(
+                "UPDATE fragments SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
+                [(f["superseded_by"], f["id"]) for f in fragments if f.get("superseded_by")])
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO edges (id, source, target, kind, weight, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(e["id"], e["source"], e["target"], e["kind"], e["weight"], e["created_at"])
+                 for e in edges])
+            self.conn.executemany(
+                "INSERT INTO watermarks (file_path, byte_offset, last_processed) VALUES (?, ?, ?) "
+                "ON CONFLICT(file_path) DO UPDATE SET byte_offset = max(byte_offset, "
+                "excluded.byte_offset)",
+                [(w["file_path"], w["byte_offset"], w["last_processed"]) for w in watermarks])
+            self.bump_vector_epoch()
+
+    def watermark_rows(self) -> list[dict[str, Any]]:
+        return [{"file_path": r[0], "byte_offset": r[1], "last_processed": r[2]}
+                for r in self.conn.execute("SELECT file_path, byte_offset, last_processed FROM watermarks")]
+
+    # -- consolidation ------------------------------------------------------------------
+    # Bulk reads shaped for numpy, and writes that keep the graph consistent when a run is
+    # killed between two transactions (each method here is one transaction or joins one).
+    def relevance_table(self) -> list[tuple[Any, ...]]:
+        """(rowid, importance, access_count, decay_rate, last_reinforced, created_at, depth,
+        relevance_score) for every fragment: all numbers, so callers can build one array."""
+        return self.conn.execute(
+            "SELECT rowid, importance, access_count, decay_rate, last_reinforced, created_at, "
+            "depth, relevance_score FROM fragments").fetchall()
+
+    def set_relevance_if_unchanged(self, rows: Sequence[tuple[float, int, float, int]]) -> int:
+        """(score, rowid, last_reinforced, access_count): a fragment recalled since the caller
+        read it keeps the score that recall gave it. Returns how many were updated."""
+        with self.write():
+            before = self.conn.total_changes()
+            self.conn.executemany(
+                "UPDATE fragments SET relevance_score = ? WHERE rowid = ? "
+                "AND last_reinforced = ? AND access_count = ?", rows)
+            return self.conn.total_changes() - before
+
+    def ids_by_rowid(self, rowids: Sequence[int]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for start in range(0, len(rowids), 500):
+            chunk = [int(r) for r in rowids[start:start + 500]]
+            marks = ",".join("?" * len(chunk))
+            out.update(self.conn.execute(
+                f"SELECT rowid, id FROM fragments WHERE rowid IN ({marks})", chunk).fetchall())
+        return out
+
+    def topic_vectors(self) -> list[tuple[str, int, str, float, bytes]]:
+        """(id, rowid, name, created_at, embedding) of every live, embedded topic."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT id, rowid, summary, created_at, embedding FROM fragments WHERE depth = 0 "
+            "AND superseded_by IS NULL AND embedding IS NOT NULL ORDER BY created_at, rowid")]
+
+    def child_vectors(self, parent_ids: Sequence[str]) -> list[tuple[str, str, str, bytes]]:
+        """(parent id, id, summary, embedding) of the live, embedded children of the parents."""
+        out: list[tuple[str, str, str, bytes]] = []
+        for start in range(0, len(parent_ids), 500):
+            chunk = list(parent_ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            out += [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+                "SELECT e.source, f.id, f.summary, f.embedding FROM edges e "
+                "JOIN fragments f ON f.id = e.target WHERE e.kind = 'hierarchical' "
+                f"AND e.source IN ({marks}) AND f.superseded_by IS NULL "
+                "AND f.embedding IS NOT NULL ORDER BY f.created_at, f.rowid", chunk)]
+        return out
+
+    def merge_topic(self, victim: str, survivor: str, now: float) -> int:
+        """One transaction: the victim's children move to the survivor, its associative edges
+        follow them, and the survivor supersedes it. Returns how many children moved."""
+        with self.write():
+            moved = self.reparent_children(victim, survivor, now)
+            for edge in self.edges_of(victim, ("associative",)):
+                other = edge.target if edge.source == victim else edge.source
+                if other != survivor:
+                    self.upsert_associative([(survivor, other, edge.weight)], now)
+            self.conn.execute("DELETE FROM edges WHERE kind = 'associative' AND "
+                              "(source = ? OR target = ?)", (victim, victim))
+            self.supersede(victim, survivor, now)
+        return moved
+
+    def upsert_associative(self, pairs: Sequence[tuple[str, str, float]], now: float) -> int:
+        """Undirected associative edges: an edge in either direction keeps the larger weight,
+        a missing one is created. Returns how many were new."""
+        new = 0
+        with self.write():
+            for a, b, weight in pairs:
+                self.conn.execute(
+                    "UPDATE edges SET weight = max(weight, ?) WHERE kind = 'associative' AND "
+                    "((source = ? AND target = ?) OR (source = ? AND target = ?))",
+                    (weight, a, b, b, a))
+                if not self.conn.changes():
+                    self.link(a, b, "associative", weight, now)
+                    new += 1
+        return new
+
+    def associative_pairs(self) -> set[frozenset[str]]:
+        return {frozenset(r) for r in self.conn.execute(
+            "SELECT source, target FROM edges WHERE kind = 'associative'")}
+
+    def edge_decay_preview(self, factor: float, prune_below: float) -> tuple[int, int]:
+        """(associative edges, how many a decay by `factor` would prune), without writing."""
+        row = self.conn.execute(
+            "SELECT count(*), sum(weight * ? < ?) FROM edges WHERE kind = 'associative'",
+            (factor, prune_below)).fetchone()
+        return int(row[0] or 0), int(row[1] or 0)
+
+    def weakest_associative(self, factor: float, prune_below: float,
+                            limit: int) -> list[tuple[str, str, float]]:
+        """(source summary, target summary, weight) of edges a decay would prune."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT s.summary, t.summary, e.weight FROM edges e JOIN fragments s ON s.id = "
+            "e.source JOIN fragments t ON t.id = e.target WHERE e.kind = 'associative' AND "
+            "e.weight * ? < ? ORDER BY e.weight LIMIT ?", (factor, prune_below, limit))]
+
+    def child_activity(self, min_depth: int, max_depth: int,
+                       ) -> list[tuple[str, int, str, int, float, float]]:
+        """(parent id, depth, metadata JSON, live children, first and last time a live child
+        was attached) for live parents with min_depth <= depth <= max_depth."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT e.source, p.depth, p.metadata, count(*), min(e.created_at), "
+            "max(e.created_at) FROM edges e JOIN fragments p ON p.id = e.source "
+            "JOIN fragments c ON c.id = e.target WHERE e.kind = 'hierarchical' AND "
+            "p.depth BETWEEN ? AND ? AND p.superseded_by IS NULL AND c.superseded_by IS NULL "
+            "GROUP BY e.source", (min_depth, max_depth))]
+
+    def forget_inputs(self, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """id -> (depth, importance, access_count, decay_rate, last_reinforced, created_at)."""
+        out: dict[str, tuple[Any, ...]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                    "SELECT id, depth, importance, access_count, decay_rate, last_reinforced, "
+                    f"created_at FROM fragments WHERE id IN ({marks})", chunk):
+                out[r[0]] = tuple(r[1:])
+        return out
+
+    def forget(self, fid: str, now: float) -> list[str]:
+        """True forgetting of one fragment, in one transaction. Its children move to its
+        parent. What it superseded never comes back to life: if it was itself superseded,
+        those pointers move on to its replacement; if it was live, the older versions it
+        replaced are forgotten with it. Topics are never deleted. Returns the deleted ids."""
+        deleted: list[str] = []
+        with self.write():
+            row = self.conn.execute("SELECT depth, superseded_by FROM fragments WHERE id = ?",
+                                    (fid,)).fetchone()
+            if row is None or row[0] == 0:
+                return deleted
+            replacement = row[1]
+            older = [r[0] for r in self.conn.execute(
+                "SELECT id FROM fragments WHERE superseded_by = ? AND depth > 0", (fid,))]
+            if replacement is not None:
+                for old in older:
+                    if old != replacement:  # a cycle in bad data is simply cleared by delete
+                        self.conn.execute("UPDATE fragments SET superseded_by = ? WHERE id = ?",
+                                          (replacement, old))
+                        self.link(replacement, old, "supersedes", 1.0, now)
+                older = []
+            self.delete(fid, now)
+            deleted.append(fid)
+            for old in older:
+                deleted += self.forget(old, now)
+        return deleted
