@@ -7,7 +7,6 @@ hooks load this module on every turn.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -103,10 +102,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
     config_path = Path(env.get("LORE_CONFIG") or home / "config.toml").expanduser()
     try:
         with open(config_path, "rb") as fh:
+            import tomllib  # only when there is a file: hooks run this on every turn
+
             data = tomllib.load(fh)
     except FileNotFoundError:
         data = {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         warnings.append(f"config {config_path} ignored (using defaults): {exc}")
         data = {}
     for (section, key), (attr, kind) in _KEYS.items():

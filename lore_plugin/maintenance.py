@@ -48,7 +48,8 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
     store = Store(settings.db_path)
     try:
         problems = [p for p in store.integrity_check() if p != "ok"]
-        found.append(Finding("integrity", not problems, "; ".join(problems[:5]) or "PRAGMA integrity_check ok"))
+        found.append(Finding("integrity", not problems,
+                             "; ".join(problems[:5]) or "PRAGMA integrity_check ok"))
         fts_ok = store.fts_consistent()
         finding = Finding("fts index", fts_ok, "in step with fragments" if fts_ok else "out of step")
         if not fts_ok and fix:

@@ -74,7 +74,8 @@ def spread(state: MemoryState, weight: float, now: float) -> MemoryState:
     return MemoryState(state.access_count, state.decay_rate, state.last_accessed, moved)
 
 
-def rrf(rankings: Iterable[Sequence[str]], k: float = 60.0, weights: Sequence[float] = ()) -> dict[str, float]:
+def rrf(rankings: Iterable[Sequence[str]], k: float = 60.0,
+        weights: Sequence[float] = ()) -> dict[str, float]:
     """Reciprocal rank fusion of several best-first id lists."""
     fused: dict[str, float] = {}
     for index, ranking in enumerate(rankings):

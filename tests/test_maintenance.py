@@ -48,7 +48,8 @@ def test_doctor_finds_and_fixes_fts_drift_orphans_dangling_pointers_and_missing_
     raw.execute("UPDATE fragments SET superseded_by = 'vanished' WHERE id = ?", (ids["css"],))
     raw.execute("UPDATE fragments SET embedding = NULL WHERE id = ?", (ids["react"],))
     raw.execute("INSERT INTO fragments_fts(fragments_fts, rowid, summary, content) "
-                "VALUES ('delete', (SELECT rowid FROM fragments WHERE id = ?), 'Tailwind only, no CSS-in-JS', "
+                "VALUES ('delete', (SELECT rowid FROM fragments WHERE id = ?), "
+                "'Tailwind only, no CSS-in-JS', "
                 "'Styling uses Tailwind; no CSS-in-JS libraries are allowed.')", (ids["css"],))
     raw.close()
     broken = {f.check for f in doctor(settings) if not f.ok}

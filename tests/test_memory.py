@@ -128,7 +128,8 @@ def test_recall_reinforces_what_it_returns_and_spreads_to_the_parent(memory, clo
 def test_reinforced_knowledge_outranks_equally_matching_neglected_knowledge(memory, clock):
     topic = memory.store("Team rituals", "Team rituals", depth=0).id
     a = memory.store("Standup happens at 9:30 every weekday.", "Standup time", parent_id=topic, depth=1).id
-    b = memory.store("Standup happens at 9:30 on weekdays in the lobby.", "Standup place", parent_id=topic, depth=1).id
+    b = memory.store("Standup happens at 9:30 on weekdays in the lobby.", "Standup place",
+                     parent_id=topic, depth=1).id
     for _ in range(5):
         clock.advance(days=7)
         memory.reinforce([b])
@@ -202,7 +203,8 @@ def test_topics_list_counts_descendants_and_prefers_the_current_project(memory, 
 
 def test_the_current_project_ranks_first_without_hiding_other_projects(memory, db_path, embedder, clock):
     topic = memory.store("Deployment", "Deployment", depth=0).id
-    memory.store("Deploys go through the blue-green pipeline.", "Blue-green deploys", parent_id=topic, depth=1)
+    memory.store("Deploys go through the blue-green pipeline.", "Blue-green deploys",
+                 parent_id=topic, depth=1)
     other = Memory(db_path, embedder, clock=clock, project="/work/project-b")
     other.store("Deploys go through the blue-green pipeline too.", "Blue-green deploys in B",
                 parent_id=topic, depth=1)
@@ -229,7 +231,8 @@ def test_without_a_model_keyword_search_works_and_embeddings_are_filled_in_later
     seeing.close()
 
 
-def test_new_fragments_become_searchable_by_a_reader_that_already_loaded_its_index(memory, db_path, embedder, clock):
+def test_new_fragments_become_searchable_by_a_reader_that_already_loaded_its_index(
+        memory, db_path, embedder, clock):
     ids = tree(memory)
     memory.query("anything about databases", depth=1)  # loads the vector index
     writer = Memory(db_path, embedder, clock=clock)
