@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -34,6 +35,8 @@ MAX_CHARS = 8_000  # about 2,000 tokens: the most a default answer may put in th
 BUSY_ATTEMPTS = 3  # each attempt already waits out SQLite's busy timeout
 BUSY_MESSAGE = ("memory is busy: another Lore process is writing to the database; "
                 "try again in a moment")
+BACKFILL_BATCH = 4  # small batches keep the model's memory arena (and peak RSS) small
+MAX_TREE_NODES = 60
 WARM_DELAY = 1.0  # warm-up starts after tools/list, or after this long without one
 INSTRUCTIONS = (
     "Lore is your long-term memory of earlier Claude Code sessions: topics > concepts > facts > "
@@ -139,8 +142,9 @@ class Service:
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.lock = threading.Lock()
-        self.warmed = threading.Event()
         self._migrated = False
+        self._reinforcer = ThreadPoolExecutor(1, thread_name_prefix="lore-reinforce")
+        self._reinforcing: Memory | None = None  # its own connections, used by that thread only
 
     def _open(self) -> Memory:
         """Opens the writer before the first read: it creates or migrates the database, and
@@ -171,28 +175,50 @@ class Service:
                 raise ToolError(str(exc)) from exc
         raise ToolError(BUSY_MESSAGE)
 
+    def reinforce_later(self, ids: list[str]) -> None:
+        """Reconsolidation off the answer path: a busy database delays it, not the answer."""
+        if ids:
+            try:
+                self._reinforcer.submit(self._reinforce, ids)
+            except RuntimeError:  # shutting down: reinforcement is best effort
+                pass
+
+    def _reinforce(self, ids: list[str]) -> None:
+        if self._reinforcing is None:
+            m = self.memory
+            self._reinforcing = Memory(m.db_path, None, m.clock, m.project)
+        self._reinforcing.reinforce(ids)  # best effort: it logs and skips on failure
+
+    def close(self) -> None:
+        self._reinforcer.shutdown(wait=True, cancel_futures=True)
+        if self._reinforcing is not None:
+            self._reinforcing.close()
+        if self.lock.acquire(timeout=2):  # a call stuck on a busy database must not hang exit
+            self.memory.close()
+
     def warm_up(self) -> None:
         """Loads the model, embeds what was stored without one, and loads the vector index.
         Best effort: a failure only means the first query does the loading."""
-        started = time.perf_counter()
+        marks = [time.perf_counter()]
         try:
             self.model_ready()
+            marks.append(time.perf_counter())
             with self.lock:
                 self._open()
             filler = Memory(self.memory.db_path, self.memory.embedder, self.memory.clock)
             try:
-                done = filler.backfill_embeddings()
+                done = filler.backfill_embeddings(batch=BACKFILL_BATCH)
             finally:
                 filler.close()
-            if done:
-                log.info("backfilled %d embeddings", done)
+            marks.append(time.perf_counter())
             with self.lock:
                 self.memory.search("warm up", limit=1, mode="vector")
-            log.info("warm in %.2f s", time.perf_counter() - started)
+            marks.append(time.perf_counter())
+            log.info("warm in %.2f s: model %.2f s, %d backfilled in %.2f s, index %.2f s",
+                     marks[3] - marks[0], marks[1] - marks[0], done, marks[2] - marks[1],
+                     marks[3] - marks[2])
         except Exception:
             log.exception("warm-up failed; the first query will load what it needs")
-        finally:
-            self.warmed.set()
 
 
 # -- the tools --------------------------------------------------------------------------
@@ -220,9 +246,10 @@ SummaryArg = Annotated[str, Field(
     min_length=1, max_length=500,
     description="One line that names the knowledge and reads well without context.")]
 ParentArg = Annotated[str | None, Field(
-    min_length=8, max_length=64,
+    max_length=64,
     description="Id (or 8+ character prefix) of the fragment one level up to store under. "
-                "Null: depth 0 starts a new topic; a deeper fragment goes under the best match.")]
+                "Null or empty: depth 0 starts a new topic; a deeper fragment goes under the "
+                "best match.")]
 StoreDepthArg = Annotated[int, Field(
     ge=0, le=MAX_DEPTH,
     description="0 = topic, 1 = concept, 2 = fact, 3+ = detail; a parent's depth + 1.")]
@@ -242,8 +269,10 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         the fragments at one depth: 0 = broad topics, 1 = concepts, 2 = facts, 3+ = details.
         Start shallow, then drill deeper with a higher depth or traverse_memory(id, "children").
         Each result shows its id, summary, content and relevance."""
-        recall = service.call(lambda m: m.query(topic, depth=depth, limit=limit), True)
+        recall = service.call(
+            lambda m: m.query(topic, depth=depth, limit=limit, reinforce=False), True)
         results = recall.fragments
+        service.reinforce_later([s.fragment.id for s in results])
 
         def build(n: int) -> tuple[str, QueryAnswer]:
             text = render.recall_text(topic, depth, results[:n], recall.keyword_only)
@@ -265,16 +294,17 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
             return answer(f"No topic in memory matches '{render.clip(topic, 80)}'. "
                           "Use list_topics to see what is known.",
                           ExploreAnswer(topic=topic, found=False, nodes=[]))
-        nodes = _preorder(tree)
+        total = len(_preorder(tree))
 
         def build(n: int) -> tuple[str, ExploreAnswer]:
-            text = render.tree_text(tree, max_nodes=n)
-            shown = sum(1 for line in text.splitlines() if line.lstrip().startswith("- ["))
+            shown = _preorder(_first(tree, n))
+            text = render.tree_text(_first(tree, n), max_nodes=2 * n + 1)
+            text += more_note(total - n, "traverse_memory a branch to see the rest")
             return text, ExploreAnswer(
-                topic=topic, found=True, omitted=len(nodes) - shown,
-                nodes=[fragment_out(f, TreeNodeOut, level=lv) for f, lv in nodes[:shown]])
+                topic=topic, found=True, omitted=total - n,
+                nodes=[fragment_out(f, TreeNodeOut, level=lv) for f, lv in shown])
 
-        return fitted(build, min(len(nodes), 60))
+        return fitted(build, min(total, MAX_TREE_NODES))
 
     @server.tool(annotations=READ)
     def traverse_memory(fragment_id: IdArg, direction: DirectionArg,
@@ -320,11 +350,9 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         parent one level up (parent_id), or as a new topic with depth 0 and no parent. With no
         parent_id and depth 1+, it goes under the best-matching fragment one level up.
         Returns the new fragment's id."""
-        def run(m: Memory) -> tuple[Fragment, Fragment | None]:
-            frag = m.store(content, summary, parent_id, depth)
-            return frag, m.parent(frag.id)
-
-        frag, parent = service.call(run, needs_model=True)
+        # Two calls: a busy retry of the first must never repeat a write that went through.
+        frag = service.call(lambda m: m.store(content, summary, parent_id, depth), True)
+        parent = service.call(lambda m: m.parent(frag.id))
         text = f"Stored {render.fragment_line(frag, content=False)}\nid: {frag.id}"
         if parent is not None:
             text += f"\nunder {render.fragment_line(parent, content=False)}"
@@ -355,6 +383,21 @@ def _preorder(node: TreeNode, level: int = 0) -> list[tuple[Fragment, int]]:
     return out
 
 
+def _first(node: TreeNode, n: int) -> TreeNode:
+    """The tree cut down to its n shallowest nodes (breadth-first), so a large topic still
+    shows all of its concepts before any one concept's facts."""
+    kept, level = set(), [node]
+    while level and len(kept) < n:
+        kept.update(c.fragment.id for c in level[: n - len(kept)])
+        level = [child for parent in level for child in parent.children]
+
+    def cut(current: TreeNode) -> TreeNode:
+        return TreeNode(current.fragment, tuple(cut(c) for c in current.children
+                                                if c.fragment.id in kept))
+
+    return cut(node)
+
+
 class LoreServer(MCPServer):
     """Notes when the tool list has been served: the signal that warm-up may start."""
 
@@ -370,6 +413,10 @@ class LoreServer(MCPServer):
 
 # -- entry point ------------------------------------------------------------------------
 def main() -> None:
+    # One BLAS thread: a matrix-vector product over the index is memory-bound, and spinning
+    # BLAS threads compete with Claude Code and the other sessions' servers for two cores.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     from .config import load_settings
     from .embedding import FastEmbedder
     from .logs import setup_logging
@@ -394,8 +441,7 @@ def main() -> None:
     try:
         build_server(service, lifespan=lifespan).run("stdio")
     finally:
-        with service.lock:
-            memory.close()
+        service.close()
 
 
 if __name__ == "__main__":
