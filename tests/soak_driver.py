@@ -1,0 +1,109 @@
+"""One process of the concurrency soak test (tests/test_soak.py). Each role loops until its
+deadline and writes one JSON line per outcome to its report file:
+{"stored": summary} for every write it made, {"error": text} for anything that went wrong."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+
+def report(out: Path, **record: str) -> None:
+    with open(out, "a") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+async def mcp_role(name: str, deadline: float, out: Path) -> None:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "lore_plugin.server"],
+                                   env=dict(os.environ), cwd=os.getcwd())
+    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        i = 0
+        while time.time() < deadline:
+            summary = f"soak {name} note {i}"
+            calls = [("store_memory", {"content": f"{summary}: the value is {i * 13}",
+                                       "summary": summary, "depth": 0}),
+                     ("query_memory", {"topic": f"soak {name} value", "depth": 0}),
+                     ("list_topics", {})]
+            for tool, args in calls:
+                result = await client.call_tool(tool, args)
+                text = " ".join(b.text for b in result.content if b.type == "text")
+                if result.is_error:
+                    report(out, error=f"{tool}: {text}")
+                elif tool == "store_memory":
+                    report(out, stored=summary)
+            i += 1
+
+
+def cli_role(name: str, deadline: float, out: Path) -> None:
+    i = 0
+    while time.time() < deadline:
+        summary = f"soak {name} fact {i}"
+        done = subprocess.run([sys.executable, "-m", "lore_plugin.cli", "remember", "--topic",
+                               f"Soak {name}", "--summary", summary, f"{summary} is recorded."],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            report(out, error=f"cli: {done.stderr.strip()}")
+        else:
+            report(out, stored=summary)
+        query = subprocess.run([sys.executable, "-m", "lore_plugin.cli", "recall", summary],
+                               capture_output=True, text=True, timeout=120)
+        if query.returncode:
+            report(out, error=f"cli recall: {query.stderr.strip()}")
+        i += 1
+
+
+def ingest_role(name: str, deadline: float, out: Path, transcript: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from tests.transcripts import TranscriptWriter
+
+    writer = TranscriptWriter(transcript, session=f"soak-{name}")
+    i = 0
+    while time.time() < deadline:
+        for _ in range(3):
+            writer.user(f"{name} rule {i} uses value {i * 7}")
+            writer.assistant(f"ok {i}", tool=False)
+            report(out, stored=f"{name} rule {i} uses value {i * 7}")
+            i += 1
+        done = subprocess.run([sys.executable, "-m", "lore_plugin.worker", "ingest", str(transcript)],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            report(out, error=f"worker: {done.stderr.strip()[-500:]}")
+    subprocess.run([sys.executable, "-m", "lore_plugin.worker", "ingest", str(transcript)],
+                   capture_output=True, timeout=120)
+
+
+def consolidate_role(deadline: float, out: Path) -> None:
+    while time.time() < deadline:
+        done = subprocess.run([sys.executable, "-m", "lore_plugin.worker", "consolidate"],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode:
+            report(out, error=f"consolidate: {done.stderr.strip()[-500:]}")
+
+
+def main() -> None:
+    role, name, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), Path(sys.argv[4])
+    deadline = time.time() + seconds
+    try:
+        if role == "mcp":
+            anyio.run(mcp_role, name, deadline, out)
+        elif role == "cli":
+            cli_role(name, deadline, out)
+        elif role == "ingest":
+            ingest_role(name, deadline, out, Path(sys.argv[5]))
+        else:
+            consolidate_role(deadline, out)
+    except Exception as exc:  # the test reads this as a failure
+        report(out, error=f"{role} driver crashed: {type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    main()
