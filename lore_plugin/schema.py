@@ -87,6 +87,10 @@ MIGRATIONS: list[str] = [
         report TEXT NOT NULL DEFAULT '{}'
     );
     """,
+    # 3: finding fragments that still need a vector must not scan the table at every start
+    """
+    CREATE INDEX idx_fragments_unembedded ON fragments(id) WHERE embedding IS NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from .store import Store
@@ -23,12 +24,15 @@ these they this those through to too under until up very was we were what when w
 while who whom why will with would you your yours yourself yourselves know tell remember
 recall anything something did does ever
 """.split())
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
 def keyword_terms(text: str) -> list[str]:
     terms, seen = [], set()
-    for raw in _WORD.findall(text):
+    for raw in _WORD.findall(text.translate(_APOSTROPHES)):
         word = raw.strip("'.-").lower()
+        if word.endswith("'s"):
+            word = word[:-2]  # "John's" is about John; FTS5 would look for the phrase "john s"
         if not word or word in STOPWORDS or word in seen:
             continue
         seen.add(word)
@@ -54,43 +58,102 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._epoch: tuple[str, int] | None = None
         self.ids: list[str] = []
+        self.rowids: np.ndarray | None = None
         self.depths: np.ndarray | None = None
         self.matrix: np.ndarray | None = None
+        self._rows: dict[str, int] | None = None  # id → row, built on first use
+        self._dates: tuple[tuple[str, int], np.ndarray] | None = None  # loaded on first use
 
     def refresh(self, store: Store) -> None:
         import numpy as np
 
-        epoch, max_rowid = store.vector_epoch()
-        with self._lock:
+        with self._lock, store.read():  # epoch, count and rows from one snapshot
+            epoch, max_rowid = store.vector_epoch()
             if self._epoch is not None and self._epoch == (epoch, max_rowid):
                 return
             full = self._epoch is None or self._epoch[0] != epoch
             after = 0 if full else self._epoch[1]  # type: ignore[index]
-            rows = store.embeddings_since(after)
-            ids = [r[1] for r in rows]
-            depths = np.fromiter((r[2] for r in rows), dtype=np.int16, count=len(rows))
-            mat = (np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(-1, 384)
-                   if rows else np.zeros((0, 384), dtype=np.float32))
-            if full or self.matrix is None or self.depths is None:
-                self.ids, self.depths, self.matrix = ids, depths, mat
+            # Count first, then stream rows into preallocated arrays: building a list of 100K
+            # blobs and joining them left ~300 MB of RSS behind for the life of the server.
+            expected = store.live_embedded_count(after, max_rowid)
+            ids: list[str] = []
+            rowids = np.empty(expected, dtype=np.int64)
+            depths = np.empty(expected, dtype=np.int16)
+            mat = np.empty((expected, 384), dtype=np.float32)
+            for i, (rowid, fid, depth, blob) in enumerate(store.embeddings_between(after, max_rowid)):
+                ids.append(fid)
+                rowids[i], depths[i] = rowid, depth
+                mat[i] = np.frombuffer(blob, dtype="<f4")
+            rows = len(ids)
+            rowids, depths, mat = rowids[:rows], depths[:rows], mat[:rows]
+            if full or self.matrix is None or self.depths is None or self.rowids is None:
+                self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, mat
             elif rows:
                 self.ids = self.ids + ids
+                self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
                 self.matrix = np.vstack([self.matrix, mat])
+            if full or rows:
+                self._rows = None
             self._epoch = (epoch, max_rowid)
 
-    def search(self, query: np.ndarray, k: int, depth: int | None = None
-               ) -> list[tuple[str, float]]:
+    def search(self, query: np.ndarray, k: int, depth: int | None = None,
+               window: tuple[float, float] | None = None) -> list[tuple[str, float]]:
+        """The k most similar vectors, best first; `window` keeps only fragments created in
+        [start, end) (it needs `load_dates` first)."""
+        return self.search_many(query, k, depth, [window])[0]
+
+    def search_many(self, query: np.ndarray, k: int, depth: int | None,
+                    windows: list[tuple[float, float] | None]) -> list[list[tuple[str, float]]]:
+        """One similarity pass over the matrix, then the top k for each window (None: all)."""
         import numpy as np
 
         with self._lock:
-            matrix, depths, ids = self.matrix, self.depths, self.ids
+            matrix, depths, ids, dates = self.matrix, self.depths, self.ids, self._dates
         if matrix is None or depths is None or not len(ids):
-            return []
+            return [[] for _ in windows]
         sims = matrix @ query
         if depth is not None:
             sims = np.where(depths == depth, sims, -2.0)
-        k = min(k, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top])]
-        return [(ids[i], float(sims[i])) for i in top if sims[i] > -2.0]
+        out = []
+        for window in windows:
+            picked = sims
+            if window is not None:
+                if dates is None or len(dates[1]) != len(ids):
+                    out.append([])
+                    continue
+                inside = (dates[1] >= window[0]) & (dates[1] < window[1])
+                picked = np.where(inside, sims, -2.0)
+            n = min(k, len(ids))
+            top = np.argpartition(-picked, n - 1)[:n]
+            top = top[np.argsort(-picked[top])]
+            out.append([(ids[i], float(picked[i])) for i in top if picked[i] > -2.0])
+        return out
+
+    def similarities(self, query: np.ndarray, wanted: Iterable[str]) -> dict[str, float]:
+        """Exact cosine for given fragments (those without a vector are left out)."""
+        with self._lock:
+            if self._rows is None:
+                self._rows = {fid: row for row, fid in enumerate(self.ids)}
+            rows, matrix = self._rows, self.matrix
+        found = [(fid, rows[fid]) for fid in wanted if fid in rows]
+        if not found or matrix is None:
+            return {}
+        sims = matrix[[row for _, row in found]] @ query
+        return {fid: float(sim) for (fid, _), sim in zip(found, sims)}
+
+    def load_dates(self, store: Store) -> None:
+        """Creation times aligned with the rows, for time-window search. Loaded on the first
+        query that names a time, and again only after the index changed."""
+        import numpy as np
+
+        with self._lock:
+            epoch, rowids = self._epoch, self.rowids
+            if epoch is None or rowids is None or (self._dates and self._dates[0] == epoch):
+                return
+        created = {row[0]: row[5] for row in store.relevance_table()}
+        dates = np.fromiter((created.get(int(r), np.nan) for r in rowids), dtype=np.float64,
+                            count=len(rowids))
+        with self._lock:
+            if self._epoch == epoch:
+                self._dates = (epoch, dates)
