@@ -87,9 +87,11 @@ MIGRATIONS: list[str] = [
         report TEXT NOT NULL DEFAULT '{}'
     );
     """,
-    # 3: finding fragments that still need a vector must not scan the table at every start
+    # 3: lookups that ran as full scans: fragments still needing a vector (every server start)
+    # and topic / concept matching by name (every ingested batch)
     """
     CREATE INDEX idx_fragments_unembedded ON fragments(id) WHERE embedding IS NULL;
+    CREATE INDEX idx_fragments_summary ON fragments(lower(summary), depth);
     """,
 ]
 
