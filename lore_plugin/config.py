@@ -9,7 +9,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 

@@ -8,24 +8,34 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
 from . import relevance as rel
+from . import timeparse
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
-from .search import VectorIndex, fts_expression
+from .search import Fusion, VectorIndex, fts_expression
 from .store import Store
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 CANDIDATES = 100
+KEYWORD_CANDIDATES = 100
 PROJECT_BOOST = 1.15
 MAX_LIMIT = 100
 MAX_DEPTH = 8
 PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
 MIN_SIMILARITY = 0.15  # below this a vector hit is noise, unless keywords also match
+SPREAD = 0.3  # share of a match's score lent to its temporal neighbours
+SPREAD_FROM = 20  # how many of the best matches lend
+TIME_FLOOR = 0.1  # weight of a fragment far outside the time the query names
+TIME_EPSILON = 0.2  # lets the named time alone order fragments that match no words
+# Fused scores spread wider than RRF's did, so relevance needs a little more weight to keep
+# breaking near-ties in favour of what is used (RRF's top ten lay within 15% of each other).
+RELEVANCE_WEIGHT = 0.25
 
 
 def embedding_text(summary: str, content: str, parent_summary: str | None = None) -> str:
@@ -42,8 +52,10 @@ class Recall:
 
 class Memory:
     def __init__(self, db_path: Path | str, embedder: Embedder | None,
-                 clock: Clock = time.time, project: str | None = None) -> None:
+                 clock: Clock = time.time, project: str | None = None,
+                 tz: tzinfo | None = None) -> None:
         self.db_path = Path(db_path)
+        self.tz = tz  # for dates named in queries; None is the local time zone
         self.embedder = embedder
         self.clock = clock
         self.project = project
@@ -87,44 +99,77 @@ class Memory:
     # -- retrieval ----------------------------------------------------------------------
     def search(self, text: str, limit: int = 10, depth: int | None = None,
                mode: str = "hybrid", include_superseded: bool = False) -> Recall:
-        """Hybrid retrieval without reinforcement: vector and keyword ranks fused by RRF,
-        then blended with relevance and the current project. `mode` may be 'vector' or
-        'keyword' for comparisons."""
+        """Hybrid retrieval without reinforcement. Candidates come from the vector index, FTS5
+        and, when the text names a time, the fragments created then; their cosine and BM25
+        scores are fused, activation spreads along temporal edges, the named time weighs in,
+        and relevance and the current project blend in last. `mode` 'vector' or 'keyword'
+        ranks by one signal alone, for comparisons."""
         store = self.reader
-        rankings: list[list[str]] = []
-        similarity: dict[str, float] = {}
-        keyword_only = True
-        if mode in ("hybrid", "vector"):
-            qvec = self.embed_one(text)
+        window = timeparse.parse(text, self.clock(), self.tz) if mode == "hybrid" else None
+        words = text if window is None else window.strip(text)
+        qvec = self.embed_one(words) if mode in ("hybrid", "vector") else None
+        cos: dict[str, float] = {}
+        timed: dict[str, float] = {}
+        if qvec is not None:
+            self.index.refresh(store)
+            if window is not None:
+                self.index.load_dates(store)
+            found = self.index.search_many(qvec, CANDIDATES, depth, [None] if window is None
+                                           else [None, (window.start, window.end)])
+            cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
+            timed = dict(found[1]) if window is not None else {}
+        kw: dict[str, float] = {}
+        if mode in ("hybrid", "keyword") and (expr := fts_expression(words)):
+            kw = {i: -r for i, r in store.keyword_search(expr, KEYWORD_CANDIDATES)}
+        frags = _eligible(store.get_many(list({**cos, **kw, **timed})), depth, include_superseded)
+        if qvec is not None:
+            cos.update(timed)
+            cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
+        match = Fusion(mode, cos, kw, frags, qvec is None)
+        scores = {fid: match(fid) for fid in frags}
+        if mode == "hybrid":
+            self._spread(store, scores, match, depth, include_superseded, qvec)
+        if window is not None and (timed or any(window.start <= f.created_at < window.end
+                                                for f in frags.values())):
+            for fid, value in scores.items():
+                scores[fid] = (value + TIME_EPSILON) * (
+                    TIME_FLOOR + (1 - TIME_FLOOR) * window.weight(frags[fid].created_at))
+        return Recall(self._rank(scores, frags, cos, limit), qvec is None)
+
+    def _spread(self, store: Store, scores: dict[str, float], match: Fusion,
+                depth: int | None, include_superseded: bool, qvec: Any | None) -> None:
+        """Spreading activation at recall: the best matches lend part of their score to the
+        fragments that came right before and after them (temporal edges), which is where the
+        answer to a question, or the rest of a decision, usually sits."""
+        lent: dict[str, float] = {}
+        for fid in sorted(scores, key=scores.__getitem__, reverse=True)[:SPREAD_FROM]:
+            for edge in store.edges_of(fid, ("temporal",)):
+                other = edge.target if edge.source == fid else edge.source
+                lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
+        new = [i for i in lent if i not in match.frags]
+        if new:
+            match.frags.update(_eligible(store.get_many(new), depth, include_superseded))
             if qvec is not None:
-                keyword_only = False
-                self.index.refresh(store)
-                hits = self.index.search(qvec, CANDIDATES, depth)
-                similarity = dict(hits)
-                rankings.append([i for i, s in hits if s >= MIN_SIMILARITY])
-        if mode in ("hybrid", "keyword"):
-            expr = fts_expression(text)
-            if expr:
-                hits_kw = store.keyword_search(expr, CANDIDATES * (1 if depth is None else 4))
-                rankings.append([i for i, _ in hits_kw])
-        fused = rel.rrf(rankings)
-        if not fused:
-            return Recall([], keyword_only)
-        frags = store.get_many(list(fused))
-        best = max(fused.values())
+                match.cos.update(self.index.similarities(qvec, new))
+        for fid, amount in lent.items():
+            if fid in match.frags:
+                scores[fid] = scores.get(fid, match(fid)) + SPREAD * amount
+
+    def _rank(self, scores: dict[str, float], frags: dict[str, Fragment],
+              cos: dict[str, float], limit: int) -> list[ScoredFragment]:
+        """Match quality scaled to the best, blended with relevance and the project."""
+        best = max(scores.values(), default=0.0)
+        if best <= 0:
+            return []
         scored = []
-        for fid, value in fused.items():
-            frag = frags.get(fid)
-            if frag is None or (depth is not None and frag.depth != depth):
-                continue
-            if frag.superseded_by and not include_superseded:
-                continue
-            score = rel.blend(value / best, frag.relevance_score)
+        for fid, value in scores.items():
+            frag = frags[fid]
+            score = rel.blend(value / best, frag.relevance_score, RELEVANCE_WEIGHT)
             if self.project and frag.project == self.project:
                 score *= PROJECT_BOOST
-            scored.append(ScoredFragment(frag, score, similarity.get(fid, 0.0)))
+            scored.append(ScoredFragment(frag, score, max(cos.get(fid, 0.0), 0.0)))
         scored.sort(key=lambda s: s.score, reverse=True)
-        return Recall(scored[:limit], keyword_only)
+        return scored[:limit]
 
     def query(self, topic: str, depth: int = 1, limit: int = 10,
               include_superseded: bool = False, reinforce: bool = True) -> Recall:
@@ -135,6 +180,8 @@ class Memory:
         _check_range(limit, "limit", 1, MAX_LIMIT)
         hits = self.search(topic, CANDIDATES, include_superseded=include_superseded)
         store = self.reader
+        known = {h.fragment.id: h.fragment for h in hits.fragments}
+        lifted = self._ancestors_at(store, known, depth)
         branch: dict[str, float] = {}
         sims: dict[str, float] = {}
 
@@ -148,10 +195,8 @@ class Memory:
             if frag.depth == depth:
                 credit(frag.id, hit.score, hit.similarity)
             elif frag.depth > depth:
-                chain = store.ancestors(frag.id)
-                up = frag.depth - depth
-                if len(chain) >= up:
-                    credit(chain[up - 1], hit.score * 0.85, hit.similarity)
+                if ancestor := lifted.get(frag.id):
+                    credit(ancestor, hit.score * 0.85, hit.similarity)
             elif expanded < 10:
                 expanded += 1
                 for child, level in store.descendant_ids(frag.id, depth - frag.depth,
@@ -160,7 +205,8 @@ class Memory:
                         credit(child, hit.score * 0.7, 0.0)
         if not branch:
             return Recall([], hits.keyword_only)
-        frags = store.get_many(list(branch))
+        frags = {i: known[i] for i in branch if i in known}
+        frags.update(store.get_many([i for i in branch if i not in known]))
         ranked = [ScoredFragment(frags[i], s, sims.get(i, 0.0)) for i, s in branch.items()
                   if i in frags and frags[i].depth == depth
                   and (include_superseded or not frags[i].superseded_by)]
@@ -169,6 +215,21 @@ class Memory:
         if reinforce:
             self.reinforce([s.fragment.id for s in ranked])
         return Recall(ranked, hits.keyword_only)
+
+    @staticmethod
+    def _ancestors_at(store: Store, known: dict[str, Fragment], depth: int
+                      ) -> dict[str, str | None]:
+        """For every fragment deeper than `depth`, its ancestor at `depth`: climbed one level
+        at a time for all of them together (one batched read a level, not one a fragment)."""
+        parent = {fid: frag.parent_id for fid, frag in known.items()}
+        at = {fid: frag.parent_id for fid, frag in known.items() if frag.depth > depth}
+        for level in range(2, max((known[f].depth - depth for f in at), default=0) + 1):
+            climbing = {f: p for f, p in at.items() if p and known[f].depth - depth >= level}
+            missing = list({p for p in climbing.values() if p not in parent})
+            parent.update({i: f.parent_id for i, f in store.get_many(missing).items()})
+            for f, p in climbing.items():
+                at[f] = parent.get(p)
+        return at
 
     def explore(self, topic: str, max_depth: int = 2) -> TreeNode | None:
         """The subtree of the best-matching topic, down to `max_depth`."""
@@ -326,4 +387,10 @@ def _check_text(value: str, name: str) -> str:
 def _check_range(value: int, name: str, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
+
+
+def _eligible(frags: dict[str, Fragment], depth: int | None,
+              include_superseded: bool) -> dict[str, Fragment]:
+    return {i: f for i, f in frags.items() if (depth is None or f.depth == depth)
+            and (include_superseded or not f.superseded_by)}
 

@@ -1,14 +1,17 @@
-"""Candidate retrieval: the in-memory vector index and the FTS5 query builder.
-Fusion and the memory semantics on top live in memory.py."""
+"""Candidate retrieval and scoring: the in-memory vector index, the FTS5 query builder and
+the fusion of their scores. The memory semantics on top (time, spreading activation,
+relevance, branches) live in memory.py."""
 
 from __future__ import annotations
 
 import re
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .store import Store
+from .types import Fragment
 
 if TYPE_CHECKING:
     import numpy as np
@@ -24,6 +27,7 @@ these they this those through to too under until up very was we were what when w
 while who whom why will with would you your yours yourself yourselves know tell remember
 recall anything something did does ever
 """.split())
+COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
@@ -144,16 +148,51 @@ class VectorIndex:
 
     def load_dates(self, store: Store) -> None:
         """Creation times aligned with the rows, for time-window search. Loaded on the first
-        query that names a time, and again only after the index changed."""
+        query that names a time (0.2 s at 100K); after appends only the new rows are read."""
         import numpy as np
 
         with self._lock:
-            epoch, rowids = self._epoch, self.rowids
-            if epoch is None or rowids is None or (self._dates and self._dates[0] == epoch):
-                return
-        created = {row[0]: row[5] for row in store.relevance_table()}
-        dates = np.fromiter((created.get(int(r), np.nan) for r in rowids), dtype=np.float64,
-                            count=len(rowids))
+            epoch, rowids, ids, known = self._epoch, self.rowids, self.ids, self._dates
+        if epoch is None or rowids is None or (known and known[0] == epoch):
+            return
+        if known and known[0][0] == epoch[0] and len(rowids) - len(known[1]) <= 2000:
+            tail = store.get_many(ids[len(known[1]):])
+            dates = np.concatenate([known[1], np.fromiter(
+                (tail[i].created_at if i in tail else np.nan for i in ids[len(known[1]):]),
+                dtype=np.float64)])
+        else:
+            created = {row[0]: row[5] for row in store.relevance_table()}
+            dates = np.fromiter((created.get(int(r), np.nan) for r in rowids),
+                                dtype=np.float64, count=len(rowids))
         with self._lock:
-            if self._epoch == epoch:
+            if self._epoch == epoch and len(dates) == len(self.ids):
                 self._dates = (epoch, dates)
+
+
+@dataclass
+class Fusion:
+    """How well one fragment matches the query text: score-level fusion of its cosine and its
+    BM25 score, each scaled by the best among the candidates (so both lie in 0..1). On both
+    benchmarks in bench/ this beats reciprocal rank fusion, which throws the margins away."""
+
+    mode: str
+    cos: dict[str, float]
+    kw: dict[str, float]
+    frags: dict[str, Fragment]
+    keyword_only: bool
+    _tops: tuple[float, float] = field(default=(0.0, 0.0), init=False)
+
+    def __post_init__(self) -> None:
+        top_cos = max((self.cos.get(i, 0.0) for i in self.frags), default=0.0)
+        top_kw = max((self.kw.get(i, 0.0) for i in self.frags), default=0.0)
+        self._tops = (top_cos, top_kw)
+
+    def __call__(self, fid: str) -> float:
+        top_cos, top_kw = self._tops
+        c = max(self.cos.get(fid, 0.0), 0.0) / top_cos if top_cos > 0 else 0.0
+        k = self.kw.get(fid, 0.0) / top_kw if top_kw > 0 else 0.0
+        if self.mode == "vector":
+            return c
+        if self.mode == "keyword" or self.keyword_only:
+            return k
+        return COSINE_SHARE * c + (1 - COSINE_SHARE) * k

@@ -6,19 +6,22 @@ One `Store` wraps one connection. Readers open read-only; writers keep transacti
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import apsw
-import orjson
 
 from .errors import AmbiguousId, InvalidInput, LoreError, NotFound, SchemaTooNew
 from .relevance import MemoryState, decay_rate_for
 from .schema import MIGRATIONS, SCHEMA_VERSION
 from .types import Edge, Fragment, NewFragment
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 BUSY_TIMEOUT_MS = 10_000
 FRAGMENT_COLUMNS = (
@@ -34,7 +37,7 @@ class StoreError(LoreError):
 
 
 def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
-    meta = orjson.loads(row[14]) if row[14] else {}
+    meta = json.loads(row[14]) if row[14] else {}
     return Fragment(
         id=row[0], content=row[1], summary=row[2], depth=row[3], created_at=row[4],
         last_accessed=row[5], access_count=row[6], importance=row[7], decay_rate=row[8],
@@ -144,7 +147,7 @@ class Store:
                 "relevance_score, decay_rate, last_reinforced, project) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
                 (fid, new.content, new.summary, new.depth, embedding, created, created,
-                 new.source_session, orjson.dumps(new.metadata).decode(), new.importance,
+                 new.source_session, json.dumps(new.metadata), new.importance,
                  new.importance * 1.3, decay_rate_for(new.importance), created, new.project),
             )
             if parent_id is not None:
@@ -354,7 +357,7 @@ class Store:
     def set_metadata(self, fid: str, metadata: dict[str, Any]) -> None:
         with self.write():
             self.conn.execute("UPDATE fragments SET metadata = ? WHERE id = ?",
-                              (orjson.dumps(metadata).decode(), fid))
+                              (json.dumps(metadata), fid))
 
     # -- edges --------------------------------------------------------------------------
     def link(self, source: str, target: str, kind: str, weight: float, now: float) -> None:
@@ -500,7 +503,7 @@ class Store:
         with self.write():
             self.conn.execute(
                 "INSERT INTO consolidation_runs (started_at, finished_at, dry_run, report) "
-                "VALUES (?, ?, ?, ?)", (started, finished, int(dry_run), orjson.dumps(report).decode()))
+                "VALUES (?, ?, ?, ?)", (started, finished, int(dry_run), json.dumps(report)))
             if not dry_run:
                 self.set_meta("last_consolidation", repr(finished))
 
@@ -510,7 +513,7 @@ class Store:
             "ORDER BY id DESC LIMIT 1").fetchone()
         if row is None:
             return None
-        return {"started_at": row[0], "finished_at": row[1], "report": orjson.loads(row[2])}
+        return {"started_at": row[0], "finished_at": row[1], "report": json.loads(row[2])}
 
     # -- maintenance --------------------------------------------------------------------
     def integrity_check(self) -> list[str]:

@@ -1,7 +1,7 @@
 """Claude Code JSONL transcript (2.1.197 format) from a byte offset -> conversational turns.
 
-The Stop hook imports this on every turn, so it uses only the stdlib and orjson, and its
-module-level work is a handful of regex compilations.
+The Stop hook imports this on every turn, so at import time it uses only the stdlib (orjson is
+imported by read_delta when needed), and its module-level work is a handful of regex compilations.
 
 Facts this module relies on (see design.md section 2 and the fixtures):
 - The file is append-only, so a byte offset after a complete line is a safe watermark.
@@ -14,17 +14,19 @@ Facts this module relies on (see design.md section 2 and the fixtures):
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
 
 from lore_plugin.types import Turn
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
 
 # A line this large is not parsed at all: orjson would need several times its size in memory,
 # and no real conversational turn is this big (pasted screenshots are a few MB).
@@ -242,12 +244,15 @@ class _TurnBuilder:
         ]
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(line: bytes, loads: Callable[[bytes], Any] = json.loads) -> dict[str, Any] | None:
+    """The Stop hook parses a handful of lines with the stdlib; read_delta passes orjson's
+    loads, which is faster in bulk but costs ~25 ms to import (it pulls in uuid, platform and
+    dataclasses), more than the hook's whole budget allows."""
     if len(line) > MAX_LINE_BYTES:
         return None
     try:
-        obj = orjson.loads(line)  # also rejects invalid UTF-8
-    except orjson.JSONDecodeError:
+        obj = loads(line)  # both reject invalid UTF-8 with a ValueError
+    except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 
@@ -293,6 +298,8 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
         handle.seek(offset)
         data = _read_complete_lines(handle, max_bytes)
 
+    import orjson  # here, not at the top: see _parse
+
     builder = _TurnBuilder()
     lines = bad = 0
     cwd: str | None = None
@@ -301,7 +308,7 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
         lines += 1
         if not raw.strip():
             continue
-        obj = _parse(raw)
+        obj = _parse(raw, orjson.loads)
         if obj is None:
             bad += 1
             continue

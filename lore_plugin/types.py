@@ -3,25 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import Any, Literal
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 EMBED_DIM = 384
-
-Importance = Literal["high", "medium", "low"]
-EdgeKind = Literal["hierarchical", "associative", "temporal", "supersedes"]
-Direction = Literal["children", "parent", "associations"]
-
-
-class Depth(IntEnum):
-    TOPIC = 0
-    CONCEPT = 1
-    FACT = 2
-    DETAIL = 3
+DEPTH_NAMES = ("topic", "concept", "fact")  # depth 0, 1, 2; anything deeper is a detail
 
 
 def depth_name(depth: int) -> str:
-    return ("topic", "concept", "fact")[depth] if depth < 3 else "detail"
+    return DEPTH_NAMES[depth] if depth < len(DEPTH_NAMES) else "detail"
 
 
 @dataclass(frozen=True)

@@ -42,12 +42,14 @@ class Worker:
 
     def ingestor(self):  # noqa: ANN201 - built lazily: heavy imports only when there is work
         if self._ingestor is None:
-            from .embedding import FastEmbedder
-            from .ingest import Ingestor
             from .llm import pick_llm
 
-            self._ingestor = Ingestor(self.settings, pick_llm(self.settings),
-                                      FastEmbedder(self.settings.home / "models"), self.clock)
+            llm = pick_llm(self.settings)  # first: without an LLM, stop before the heavy imports
+            from .embedding import FastEmbedder
+            from .ingest import Ingestor
+
+            self._ingestor = Ingestor(self.settings, llm, FastEmbedder(self.settings.home / "models"),
+                                      self.clock)
         return self._ingestor
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,

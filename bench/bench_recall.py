@@ -1,0 +1,377 @@
+"""Retrieval-quality benchmark (design §10): Recall@k of Lore's query engine on LoCoMo and on
+the seed peer's 50-document corpus, next to plain BM25, plain MiniLM and published anchors.
+
+    python bench/bench_recall.py [LOCOMO_JSON] [PEER_JSON] [--limit-conversations N]
+                                 [--json PATH] [--modes hybrid keyword vector] [--only locomo|peer]
+
+Every query goes through `Memory.search` (the engine behind query_memory) at the depth of
+the items being judged: mode "hybrid" is Lore, "keyword" is FTS5/BM25 alone, "vector" is
+all-MiniLM-L6-v2 cosine alone. Embeddings of stored texts are cached per dataset in
+bench/.cache/recall-<dataset>/embeddings.sqlite and the built databases next to them, so a
+rerun embeds only the queries.
+
+Recall@k of one question = |gold items in the top k| / |gold items|; the tables show its mean
+over questions (questions without gold items are skipped). This is the definition of the
+LoCoMo paper's retrieval table and of the peer's benchmark.
+
+How the data becomes memory:
+- LoCoMo: one topic per conversation ("Conversations between A and B"), one concept per
+  session ("A and B talking on 8 May 2023", created_at = the session date), and every dialogue
+  turn a fact under its session (summary "Speaker: text", plus "[shares a photo: caption]" when
+  the turn shared an image; created_at = the session date). As ingestion does, consecutive
+  siblings (turns of a session, documents of a project by date) are chained by temporal
+  edges. Each conversation is its own
+  database, as in the paper, and "now" is the day after its last session. Gold = evidence
+  dia_ids. Categories: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial.
+- Peer corpus: one topic per project (the title's first field), every document a concept under
+  it (summary = its first sentence, content = its text, created_at = its event_date). "Now" is
+  the day after the newest document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sqlite3
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+from common import ROOT, machine, table, write_json  # noqa: E402
+
+from lore_plugin.embedding import MODEL_NAME, FastEmbedder, to_blob  # noqa: E402
+from lore_plugin.memory import Memory, embedding_text  # noqa: E402
+from lore_plugin.schema import SCHEMA_VERSION  # noqa: E402
+from lore_plugin.store import Store  # noqa: E402
+from lore_plugin.types import NewFragment  # noqa: E402
+
+CACHE = ROOT / "bench" / ".cache"
+DATA = Path("/work/shared/bench-data")
+DEFAULT_LOCOMO = DATA / "locomo10.json"
+DEFAULT_PEER = DATA / "claude-memory-corpus.json"
+LAYOUT_VERSION = 2  # bump when the data → memory mapping changes, to rebuild cached databases
+DAY = 86400.0
+KS = (1, 5, 10, 25)
+MODES = ("hybrid", "query", "keyword", "vector")
+MODE_NAMES = {"hybrid": "Lore hybrid", "query": "Lore query_memory", "keyword": "BM25 (FTS5)",
+              "vector": "MiniLM"}
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                     5: "adversarial"}
+# Published anchors: LoCoMo paper (Maharana et al. 2024), DRAGON retriever over dialogue
+# turns; the claude-memory peer's own benchmark of its hybrid search.
+ANCHORS = {"locomo": {"DRAGON (paper)": {5: 0.567, 10: 0.662}},
+           "peer": {"claude-memory (published)": {5: 0.680, 10: 0.777}}}
+
+
+# -- datasets as memory ------------------------------------------------------------------------
+@dataclass
+class Node:
+    key: str
+    depth: int
+    summary: str
+    content: str
+    created_at: float
+    parent: str | None = None
+
+
+@dataclass
+class Question:
+    text: str
+    gold: frozenset[str]
+    category: str
+
+
+@dataclass
+class Corpus:
+    """One database's worth of memory and the questions asked of it."""
+
+    name: str
+    nodes: list[Node]
+    questions: list[Question]
+    depth: int  # the depth of the judged items
+    now: float
+    dropped_gold: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _ts(dt: datetime) -> float:
+    return dt.replace(tzinfo=UTC).timestamp()
+
+
+def _session_time(text: str) -> datetime:
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+
+
+_DIA = re.compile(r"D:?(\d+):(\d+)")
+
+
+def _evidence(raw: Iterable[str]) -> set[str]:
+    """Normalises LoCoMo's evidence strings ("D1:3", "D8:6; D9:17", "D30:05")."""
+    return {f"D{int(a)}:{int(b)}" for item in raw for a, b in _DIA.findall(str(item))}
+
+
+def load_locomo(path: Path, limit: int | None = None) -> list[Corpus]:
+    out = []
+    for index, sample in enumerate(json.loads(path.read_text())[:limit]):
+        conv = sample["conversation"]
+        a, b = conv["speaker_a"], conv["speaker_b"]
+        topic = Node("topic", 0, f"Conversations between {a} and {b}",
+                     f"Everyday conversations between {a} and {b}.", 0.0)
+        nodes, last = [topic], 0.0
+        sessions = sorted((int(k.split("_")[1]), v) for k, v in conv.items()
+                          if re.fullmatch(r"session_\d+", k) and v)
+        for number, turns in sessions:
+            when = _ts(_session_time(conv[f"session_{number}_date_time"]))
+            last = max(last, when)
+            day = datetime.fromtimestamp(when, UTC).strftime("%-d %B %Y")
+            nodes.append(Node(f"S{number}", 1, f"{a} and {b} talking on {day}",
+                              f"Session {number} of the conversations between {a} and {b}.",
+                              when, "topic"))
+            for turn in turns:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                dia = "D{}:{}".format(*map(int, _DIA.findall(turn["dia_id"])[0]))
+                nodes.append(Node(dia, 2, text, text, when, f"S{number}"))
+        topic.created_at = min(n.created_at for n in nodes[1:])
+        keys = {n.key for n in nodes}
+        questions, dropped = [], 0
+        for qa in sample["qa"]:
+            gold = _evidence(qa.get("evidence", []))
+            dropped += len(gold - keys)
+            if gold & keys:
+                questions.append(Question(qa["question"], frozenset(gold & keys),
+                                          LOCOMO_CATEGORIES.get(qa["category"], str(qa["category"]))))
+        out.append(Corpus(f"locomo-{index}-{sample.get('sample_id', index)}", nodes, questions,
+                          2, last + DAY, dropped))
+    return out
+
+
+def load_peer(path: Path) -> Corpus:
+    data = json.loads(path.read_text())
+    nodes: list[Node] = []
+    topics: dict[str, Node] = {}
+    for doc in data["documents"]:
+        when = _ts(datetime.strptime(doc["event_date"], "%Y-%m-%d"))
+        project = doc.get("title", "").split("|")[0].strip() or "notes"
+        if project not in topics:
+            topics[project] = Node(f"project:{project}", 0, project,
+                                   f"Work on the {project} project.", when)
+            nodes.append(topics[project])
+        topics[project].created_at = min(topics[project].created_at, when)
+        first = re.split(r"(?<=[.!?])\s+", doc["content"].strip(), maxsplit=1)[0]
+        nodes.append(Node(doc["id"], 1, first.rstrip("."), doc["content"], when,
+                          f"project:{project}"))
+    questions = [Question(q["query"], frozenset(q["relevant_ids"]), q["category"])
+                 for q in data["queries"]]
+    newest = max(n.created_at for n in nodes)
+    return Corpus("peer", nodes, questions, 1, newest + DAY)
+
+
+# -- embedding cache and database build ----------------------------------------------------------
+class CachedEmbedder:
+    """Embeds stored texts once per dataset; vectors persist in a small SQLite file."""
+
+    def __init__(self, model: FastEmbedder, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.model = model
+        self.db = sqlite3.connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS vec (key TEXT PRIMARY KEY, v BLOB)")
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(f"{MODEL_NAME}\n{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [self.key(t) for t in texts]
+        have: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            rows = self.db.execute(
+                f"SELECT key, v FROM vec WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            have.update(rows)
+        missing = sorted({k: t for k, t in zip(keys, texts) if k not in have}.items())
+        if missing:
+            vectors = self.model.embed([t for _, t in missing])
+            self.db.executemany("INSERT OR REPLACE INTO vec VALUES (?, ?)",
+                                [(k, to_blob(v)) for (k, _), v in zip(missing, vectors)])
+            self.db.commit()
+            have.update((k, to_blob(v)) for (k, _), v in zip(missing, vectors))
+        return np.stack([np.frombuffer(have[k], dtype="<f4") for k in keys])
+
+
+def build_database(corpus: Corpus, folder: Path, embedder: CachedEmbedder) -> tuple[Path, dict[str, str]]:
+    """Returns the database path and a map fragment id → item key. A cached database is reused
+    when the layout, the texts, the embedding text and the schema are unchanged."""
+    by_key = {n.key: n for n in corpus.nodes}
+    texts = [embedding_text(n.summary, n.content, by_key[n.parent].summary if n.parent else None)
+             for n in corpus.nodes]
+    finger = hashlib.sha256(json.dumps(
+        [LAYOUT_VERSION, SCHEMA_VERSION, MODEL_NAME, corpus.now,
+         [(n.key, n.depth, n.summary, n.content, n.created_at, n.parent) for n in corpus.nodes],
+         texts]).encode()).hexdigest()[:16]
+    db_path = folder / f"{corpus.name}-{finger}.db"
+    ids = {hashlib.sha256(f"{corpus.name}/{n.key}".encode()).hexdigest()[:32]: n.key
+           for n in corpus.nodes}
+    if db_path.exists():
+        return db_path, ids
+    for stale in folder.glob(f"{corpus.name}-*.db*"):
+        stale.unlink()
+    vectors = embedder.embed(texts)
+    tmp = db_path.with_suffix(".tmp")
+    for leftover in folder.glob(tmp.name + "*"):
+        leftover.unlink()
+    store = Store(tmp)
+    fid = {key: fid for fid, key in ids.items()}
+    with store.write():
+        for node, vector in zip(corpus.nodes, vectors):
+            new = NewFragment(content=node.content, summary=node.summary, depth=node.depth,
+                              importance=0.5, created_at=node.created_at, id=fid[node.key],
+                              metadata={"key": node.key})
+            store.insert(new, corpus.now, to_blob(vector), fid[node.parent] if node.parent else None)
+        # Like ingestion: siblings are chained by temporal edges in the order they happened.
+        siblings: dict[str, list[Node]] = {}
+        for node in corpus.nodes:
+            if node.parent:
+                siblings.setdefault(node.parent, []).append(node)
+        for group in siblings.values():
+            group.sort(key=lambda n: n.created_at)  # stable: turns keep their order
+            for earlier, later in zip(group, group[1:]):
+                store.link(fid[earlier.key], fid[later.key], "temporal", 1.0, corpus.now)
+    store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    store.close()
+    tmp.rename(db_path)
+    return db_path, ids
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+@dataclass
+class ModeResult:
+    recalls: dict[str, list[dict[int, float]]] = field(default_factory=dict)  # category → per-q
+    latencies: list[float] = field(default_factory=list)
+
+
+def evaluate(corpus: Corpus, db_path: Path, ids: dict[str, str], model: FastEmbedder,
+             modes: Sequence[str], results: dict[str, ModeResult]) -> None:
+    memory = Memory(db_path, model, clock=lambda: corpus.now, tz=UTC)  # dates were stored as UTC
+    try:
+        for mode in modes:
+            res = results.setdefault(mode, ModeResult())
+            memory.search("warm up", limit=1, depth=corpus.depth, mode=mode if mode != "query" else "hybrid")
+            for q in corpus.questions:
+                start = time.perf_counter()
+                if mode == "query":  # the query_memory tool's path: branches at a depth
+                    hits = memory.query(q.text, depth=corpus.depth, limit=max(KS), reinforce=False)
+                else:
+                    hits = memory.search(q.text, limit=max(KS), depth=corpus.depth, mode=mode)
+                res.latencies.append((time.perf_counter() - start) * 1000)
+                ranked = [ids.get(h.fragment.id) for h in hits.fragments]
+                res.recalls.setdefault(q.category, []).append(
+                    {k: len(q.gold & set(ranked[:k])) / len(q.gold) for k in KS})
+    finally:
+        memory.close()
+
+
+def summarise(results: dict[str, ModeResult]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode, res in results.items():
+        every = [r for rows in res.recalls.values() for r in rows]
+        cats = {cat: {"n": len(rows), **{f"R@{k}": _mean(r[k] for r in rows) for k in KS}}
+                for cat, rows in sorted(res.recalls.items())}
+        out[mode] = {"overall": {"n": len(every), **{f"R@{k}": _mean(r[k] for r in every)
+                                                     for k in KS}},
+                     "categories": cats,
+                     "latency_ms": {"p50": statistics.median(res.latencies),
+                                    "p95": _pct(res.latencies, 95)}}
+    return out
+
+
+def _mean(values: Iterable[float]) -> float:
+    vals = list(values)
+    return round(sum(vals) / len(vals), 4) if vals else 0.0
+
+
+def _pct(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
+
+
+def run_dataset(name: str, corpora: list[Corpus], model: FastEmbedder,
+                modes: Sequence[str]) -> dict[str, Any]:
+    folder = CACHE / f"recall-{name}"
+    embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
+    results: dict[str, ModeResult] = {}
+    start = time.perf_counter()
+    for corpus in corpora:
+        db_path, ids = build_database(corpus, folder, embedder)
+        evaluate(corpus, db_path, ids, model, modes, results)
+    summary = summarise(results)
+    summary["_meta"] = {"databases": len(corpora),
+                        "fragments": sum(len(c.nodes) for c in corpora),
+                        "questions": sum(len(c.questions) for c in corpora),
+                        "gold_ids_dropped": sum(c.dropped_gold for c in corpora),
+                        "seconds": round(time.perf_counter() - start, 1)}
+    return summary
+
+
+# -- tables -------------------------------------------------------------------------------------
+def report(name: str, summary: dict[str, Any], ks: Sequence[int]) -> str:
+    modes = [m for m in MODES if m in summary]
+    rows: list[list[Any]] = []
+    for mode in modes:
+        o = summary[mode]["overall"]
+        rows.append([MODE_NAMES[mode], *[f"{o[f'R@{k}']:.3f}" for k in ks],
+                     f"{summary[mode]['latency_ms']['p50']:.1f}"])
+    for anchor, vals in ANCHORS[name].items():
+        rows.append([anchor, *[f"{vals[k]:.3f}" if k in vals else "-" for k in ks], "-"])
+    meta = summary["_meta"]
+    title = (f"{name}: {meta['questions']} questions over {meta['fragments']} fragments in "
+             f"{meta['databases']} database(s); mean Recall@k of the gold items")
+    out = [table(title, ["mode", *[f"R@{k}" for k in ks], "p50 ms"], rows)]
+    cats = list(summary[modes[0]]["categories"]) if modes else []
+    crow = []
+    for cat in cats:
+        cells = [summary[m]["categories"][cat] for m in modes]
+        crow.append([f"{cat} ({cells[0]['n']})",
+                     *[f"{c['R@5']:.3f} / {c['R@10']:.3f}" for c in cells]])
+    out.append(table(f"{name} by category, R@5 / R@10",
+                     ["category", *[MODE_NAMES[m] for m in modes]], crow))
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("locomo", nargs="?", type=Path, default=DEFAULT_LOCOMO)
+    parser.add_argument("peer", nargs="?", type=Path, default=DEFAULT_PEER)
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--only", choices=("locomo", "peer"), default=None)
+    args = parser.parse_args(argv)
+    model = FastEmbedder(CACHE / "models")
+    if not model.available:
+        sys.exit(f"the embedding model is unavailable: {model.failure}")
+    results: dict[str, Any] = {}
+    if args.only in (None, "locomo"):
+        corpora = load_locomo(args.locomo, args.limit_conversations)
+        results["locomo"] = run_dataset("locomo", corpora, model, args.modes)
+        print(report("locomo", results["locomo"], KS))
+    if args.only in (None, "peer"):
+        results["peer"] = run_dataset("peer", [load_peer(args.peer)], model, args.modes)
+        print(report("peer", results["peer"], (5, 10)))
+    write_json(str(args.json) if args.json else None, "recall", results)
+    return {"machine": machine(), **results}
+
+
+if __name__ == "__main__":
+    main()
