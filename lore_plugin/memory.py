@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
@@ -62,6 +63,11 @@ class Memory:
         self.index = VectorIndex()
         self._writer: Store | None = None
         self._reader: Store | None = None
+        # Keyword search runs on its own connection and thread while the query is embedded
+        # and scanned: sqlite, onnxruntime and numpy all release the GIL, so on two cores the
+        # slowest stage sets the latency rather than the sum of them.
+        self._keyword_store: Store | None = None
+        self._keyword_pool: ThreadPoolExecutor | None = None
 
     # -- connections --------------------------------------------------------------------
     @property
@@ -79,10 +85,24 @@ class Memory:
         return self._reader
 
     def close(self) -> None:
-        for store in (self._reader, self._writer):
+        if self._keyword_pool is not None:
+            self._keyword_pool.shutdown(wait=True)
+        for store in (self._reader, self._writer, self._keyword_store):
             if store is not None:
                 store.close()
-        self._reader = self._writer = None
+        self._reader = self._writer = self._keyword_store = None
+        self._keyword_pool = None
+
+    def _keyword_search(self, expr: str) -> dict[str, float]:
+        """Runs on the keyword thread only, with that thread's own connection."""
+        if self._keyword_store is None:
+            self._keyword_store = Store(self.db_path, readonly=True)
+        return {i: -r for i, r in self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)}
+
+    def _start_keyword_search(self, expr: str) -> Future[dict[str, float]]:
+        if self._keyword_pool is None:
+            self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
+        return self._keyword_pool.submit(self._keyword_search, expr)
 
     def _embedder_ready(self) -> bool:
         return self.embedder is not None and getattr(self.embedder, "available", True)
@@ -107,6 +127,8 @@ class Memory:
         store = self.reader
         window = timeparse.parse(text, self.clock(), self.tz) if mode == "hybrid" else None
         words = text if window is None else window.strip(text)
+        expr = fts_expression(words) if mode in ("hybrid", "keyword") else None
+        keyword = self._start_keyword_search(expr) if expr else None
         qvec = self.embed_one(words) if mode in ("hybrid", "vector") else None
         cos: dict[str, float] = {}
         timed: dict[str, float] = {}
@@ -118,9 +140,7 @@ class Memory:
                                            else [None, (window.start, window.end)])
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
-        kw: dict[str, float] = {}
-        if mode in ("hybrid", "keyword") and (expr := fts_expression(words)):
-            kw = {i: -r for i, r in store.keyword_search(expr, KEYWORD_CANDIDATES)}
+        kw: dict[str, float] = keyword.result() if keyword else {}
         frags = _eligible(store.get_many(list({**cos, **kw, **timed})), depth, include_superseded)
         if qvec is not None:
             cos.update(timed)

@@ -28,6 +28,10 @@ while who whom why will with would you your yours yourself yourselves know tell 
 recall anything something did does ever
 """.split())
 COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
+REDUCE_FROM = 20_000  # below this an exact scan is already fast
+REDUCED_DIMS = 128
+PCA_SAMPLE = 4096
+RERANK = 1000  # approximate candidates scored exactly; the top 100 are all among them
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
 
@@ -66,6 +70,10 @@ class VectorIndex:
         self.depths: np.ndarray | None = None
         self.matrix: np.ndarray | None = None
         self._rows: dict[str, int] | None = None  # id → row, built on first use
+        # Large indexes also keep a PCA-reduced copy: a first pass over it picks candidates
+        # that the full vectors then re-rank exactly (see search_many).
+        self.basis: np.ndarray | None = None
+        self.reduced: np.ndarray | None = None
         self._dates: tuple[tuple[str, int], np.ndarray] | None = None  # loaded on first use
 
     def refresh(self, store: Store) -> None:
@@ -92,11 +100,18 @@ class VectorIndex:
             rowids, depths, mat = rowids[:rows], depths[:rows], mat[:rows]
             if full or self.matrix is None or self.depths is None or self.rowids is None:
                 self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, mat
+                self.basis = _pca_basis(mat) if len(ids) >= REDUCE_FROM else None
+                self.reduced = None if self.basis is None else mat @ self.basis
             elif rows:
                 self.ids = self.ids + ids
                 self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
                 self.matrix = np.vstack([self.matrix, mat])
+                if self.basis is not None and self.reduced is not None:
+                    self.reduced = np.vstack([self.reduced, mat @ self.basis])
+                elif len(self.ids) >= REDUCE_FROM:
+                    self.basis = _pca_basis(self.matrix)
+                    self.reduced = self.matrix @ self.basis
             if full or rows:
                 self._rows = None
             self._epoch = (epoch, max_rowid)
@@ -114,24 +129,32 @@ class VectorIndex:
 
         with self._lock:
             matrix, depths, ids, dates = self.matrix, self.depths, self.ids, self._dates
+            basis, reduced = self.basis, self.reduced
         if matrix is None or depths is None or not len(ids):
             return [[] for _ in windows]
-        sims = matrix @ query
-        if depth is not None:
-            sims = np.where(depths == depth, sims, -2.0)
+        if basis is not None and reduced is not None and len(reduced) == len(ids):
+            # A pass over 100K x 128 reads a third of the memory of 100K x 384; candidates
+            # from it are then scored exactly below.
+            scores, exact = reduced @ (query @ basis), False
+        else:
+            scores, exact = matrix @ query, True
+        allowed = None if depth is None else depths == depth
         out = []
         for window in windows:
-            picked = sims
+            mask = allowed
             if window is not None:
                 if dates is None or len(dates[1]) != len(ids):
                     out.append([])
                     continue
                 inside = (dates[1] >= window[0]) & (dates[1] < window[1])
-                picked = np.where(inside, sims, -2.0)
-            n = min(k, len(ids))
+                mask = inside if mask is None else mask & inside
+            picked = scores if mask is None else np.where(mask, scores, -np.inf)
+            n = min(k if exact else max(RERANK, k), len(ids))
             top = np.argpartition(-picked, n - 1)[:n]
-            top = top[np.argsort(-picked[top])]
-            out.append([(ids[i], float(picked[i])) for i in top if picked[i] > -2.0])
+            top = top[np.isfinite(picked[top])]
+            sims = picked[top] if exact else matrix[top] @ query
+            order = np.argsort(-sims)[:k]
+            out.append([(ids[top[i]], float(sims[i])) for i in order])
         return out
 
     def similarities(self, query: np.ndarray, wanted: Iterable[str]) -> dict[str, float]:
@@ -167,6 +190,16 @@ class VectorIndex:
         with self._lock:
             if self._epoch == epoch and len(dates) == len(self.ids):
                 self._dates = (epoch, dates)
+
+
+def _pca_basis(matrix: np.ndarray) -> np.ndarray:
+    """The REDUCED_DIMS directions that carry most of the vectors' energy (uncentred, so inner
+    products are what is preserved), from a fixed sample of rows."""
+    import numpy as np
+
+    step = max(1, len(matrix) // PCA_SAMPLE)
+    _, _, vt = np.linalg.svd(matrix[::step][:PCA_SAMPLE], full_matrices=False)
+    return np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)
 
 
 @dataclass
