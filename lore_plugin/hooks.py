@@ -5,33 +5,44 @@
 Imports nothing heavy (no anthropic, mcp, fastembed or numpy): Stop runs after every turn,
 so its time is the user's. Slow work goes to a double-forked worker whose stdio is not
 Claude Code's (Claude Code waits for a hook's stdout and stderr to close). Every failure is
-caught at this outermost edge, logged, and turned into exit code 0."""
+caught at this outermost edge, logged, and turned into exit code 0.
+
+The Stop path is leaner still: it reads two config values (configfile), one watermark (store)
+and counts pending requests (lines), without the dataclass-based Settings and value types,
+whose import alone would cost more than its 40 ms budget."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 import time
 from pathlib import Path
 
-from .config import Settings, load_settings
-from .types import HookEvent
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from .config import Settings
+    from .types import HookEvent
 
 MAX_STDIN = 1 << 20
 BRIEF_LIMIT = 1500
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 
-def parse_event(raw: bytes, name: str) -> HookEvent:
-    import json
-
+def _payload(raw: bytes) -> tuple[dict, str]:
+    """The hook's JSON object and its validated session id ('' when absent or odd)."""
     data = json.loads(raw or b"{}")
     if not isinstance(data, dict):
         raise ValueError("hook payload is not a JSON object")
     session = str(data.get("session_id") or "")
-    if not _SESSION_ID.match(session):
-        session = ""
+    return data, session if _SESSION_ID.match(session) else ""
+
+
+def parse_event(raw: bytes, name: str) -> HookEvent:
+    from .types import HookEvent
+
+    data, session = _payload(raw)
     return HookEvent(
         event=str(data.get("hook_event_name") or name), session_id=session,
         transcript_path=_valid_transcript(data.get("transcript_path")),
@@ -79,26 +90,33 @@ def spawn_worker(settings: Settings, *args: str) -> None:
     os.waitpid(pid, 0)
 
 
-def _watermark(settings: Settings, transcript: str) -> int:
-    if not settings.db_path.exists():
+def _watermark(db_path: str, transcript: str) -> int:
+    if not os.path.exists(db_path):
         return 0
     from .store import Store
 
-    store = Store(settings.db_path, readonly=True)
+    store = Store(db_path, readonly=True)
     try:
         return store.watermark(transcript)
     finally:
         store.close()
 
 
-def on_stop(event: HookEvent, settings: Settings) -> None:
-    if not event.transcript_path:
-        return
-    from .transcript import count_turns_fast
+def stop_due(raw: bytes, env: dict[str, str]) -> list[str] | None:
+    """The Stop hook's question: do the transcript's unread complete lines hold a batch?
+    Returns the worker's arguments when they do."""
+    from .configfile import read_values
+    from .lines import count_turns_fast
 
-    pending = count_turns_fast(event.transcript_path, _watermark(settings, event.transcript_path))
-    if pending >= settings.batch_size:
-        spawn_worker(settings, "ingest", event.transcript_path, "--session", event.session_id)
+    data, session = _payload(raw)
+    transcript = _valid_transcript(data.get("transcript_path"))
+    if not transcript:
+        return None
+    values, _ = read_values(env)
+    pending = count_turns_fast(transcript, _watermark(values["db_path"], transcript))
+    if pending < values.get("batch_size", 20):
+        return None
+    return ["ingest", transcript, "--session", session]
 
 
 def on_session_end(event: HookEvent, settings: Settings) -> None:
@@ -120,15 +138,11 @@ def on_session_start(event: HookEvent, settings: Settings) -> str | None:
 
 def run(name: str, raw: bytes, settings: Settings) -> str | None:
     event = parse_event(raw, name)
-    if name == "stop":
-        on_stop(event, settings)
-    elif name == "session-end":
+    if name == "session-end":
         on_session_end(event, settings)
     elif name == "session-start":
         brief = on_session_start(event, settings)
         if brief:
-            import json
-
             return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                                       "additionalContext": brief}})
     return None
@@ -155,7 +169,16 @@ def main(argv: list[str] | None = None) -> int:
     settings = None
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)
+        if name == "stop":
+            worker = stop_due(raw, dict(os.environ))
+            if worker is None:
+                return 0
+        from .config import load_settings
+
         settings = load_settings()
+        if name == "stop":
+            spawn_worker(settings, *worker)
+            return 0
         output = run(name, raw, settings)
         if output:
             sys.stdout.write(output)

@@ -15,13 +15,17 @@ from pathlib import Path
 import apsw
 
 from .errors import AmbiguousId, InvalidInput, LoreError, NotFound, SchemaTooNew
-from .relevance import MemoryState, decay_rate_for
 from .schema import MIGRATIONS, SCHEMA_VERSION
-from .types import Edge, Fragment, NewFragment
 
+# The value types (dataclasses) are imported where rows become objects, not here: the Stop
+# hook opens a Store after every turn only to read one watermark, and importing dataclasses
+# would cost it more than its whole budget allows.
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
     from typing import Any
+
+    from .relevance import MemoryState
+    from .types import Edge, Fragment, NewFragment
 
 BUSY_TIMEOUT_MS = 10_000
 MMAP_BYTES = 1 << 30
@@ -38,6 +42,7 @@ class StoreError(LoreError):
 
 
 def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
+    from .types import Fragment
     meta = json.loads(row[14]) if row[14] else {}
     return Fragment(
         id=row[0], content=row[1], summary=row[2], depth=row[3], created_at=row[4],
@@ -45,6 +50,12 @@ def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragme
         last_reinforced=row[9], relevance_score=row[10], source_session=row[11],
         superseded_by=row[12], project=row[13], metadata=meta, parent_id=parent_id,
     )
+
+
+def _decay_rate_for(importance: float) -> float:
+    from .relevance import decay_rate_for
+
+    return decay_rate_for(importance)
 
 
 def new_id() -> str:
@@ -152,7 +163,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
                 (fid, new.content, new.summary, new.depth, embedding, created, created,
                  new.source_session, json.dumps(new.metadata), new.importance,
-                 new.importance * 1.3, decay_rate_for(new.importance), created, new.project),
+                 new.importance * 1.3, _decay_rate_for(new.importance), created, new.project),
             )
             if parent_id is not None:
                 self.link(parent_id, fid, "hierarchical", 1.0, now)
@@ -319,6 +330,7 @@ class Store:
 
     # -- memory state -------------------------------------------------------------------
     def memory_states(self, ids: Sequence[str]) -> dict[str, MemoryState]:
+        from .relevance import MemoryState
         out: dict[str, MemoryState] = {}
         for start in range(0, len(ids), 500):
             chunk = list(ids[start:start + 500])
@@ -381,6 +393,7 @@ class Store:
 
     def edges_of(self, fid: str, kinds: Sequence[str] = ("associative", "temporal", "supersedes"),
                  ) -> list[Edge]:
+        from .types import Edge
         marks = ",".join("?" * len(kinds))
         rows = self.conn.execute(
             f"SELECT id, source, target, kind, weight, created_at FROM edges "
@@ -389,6 +402,7 @@ class Store:
         return [Edge(*r) for r in rows]
 
     def edges_by_kind(self, kind: str) -> list[Edge]:
+        from .types import Edge
         return [Edge(*r) for r in self.conn.execute(
             "SELECT id, source, target, kind, weight, created_at FROM edges WHERE kind = ?",
             (kind,))]

@@ -74,6 +74,21 @@ def test_per_turn_hooks_import_nothing_heavy(event, tmp_path):
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
 
 
+def test_the_stop_hook_path_skips_even_the_light_but_slow_imports(tmp_path):
+    """Stop runs after every turn: dataclasses, typing and orjson each cost it milliseconds."""
+    from lore_plugin.store import Store
+    from tests.transcripts import TranscriptWriter
+
+    Store(tmp_path / "h" / "memory.db").close()  # a real watermark lookup, a real count
+    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer.exchange(3)
+    payload = {"session_id": "s", "transcript_path": str(writer.path), "cwd": str(tmp_path)}
+    code = PROBE.format(payload=payload, event="stop", heavy=("dataclasses", "typing", "orjson"))
+    out = subprocess.run([PYTHON, "-c", code], env=python_env(LORE_HOME=str(tmp_path / "h")),
+                         capture_output=True, text=True, timeout=60)
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
 def test_the_server_module_starts_without_loading_the_model_or_the_sdk(tmp_path):
     code = ("import sys, json; import lore_plugin.server; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
