@@ -69,7 +69,7 @@ def ingest_speed(tmp: Path, turns: int) -> dict[str, float]:
     writer.exchange(turns)
     settings = Settings(db_path=tmp / "memory.db", home=tmp / "home", batch_bytes=12_000,
                         max_requests_per_hour=1_000_000)
-    embedder = FastEmbedder(Path.home() / ".cache" / "lore-tests" / "models")
+    embedder = FastEmbedder(Path.home() / ".cache" / "lore-tests" / "models", threads=None)  # as the worker
     embedder.embed(["warm up"])
     llm = FakeLLM(default=lambda **call: extraction(call["prompt"]))
     ingestor = Ingestor(settings, llm, embedder)

@@ -99,19 +99,25 @@ class VectorIndex:
             rows = len(ids)
             rowids, depths, mat = rowids[:rows], depths[:rows], mat[:rows]
             if full or self.matrix is None or self.depths is None or self.rowids is None:
-                self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, mat
+                self.ids, self.rowids, self.depths = ids, rowids, depths
                 self.basis = _pca_basis(mat) if len(ids) >= REDUCE_FROM else None
                 self.reduced = None if self.basis is None else mat @ self.basis
+                # With a reduced copy to scan, the full vectors only re-rank a thousand rows,
+                # so half precision (cosine error < 1e-3) halves their memory.
+                self.matrix = mat if self.basis is None else mat.astype(np.float16)
             elif rows:
                 self.ids = self.ids + ids
                 self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
-                self.matrix = np.vstack([self.matrix, mat])
                 if self.basis is not None and self.reduced is not None:
                     self.reduced = np.vstack([self.reduced, mat @ self.basis])
-                elif len(self.ids) >= REDUCE_FROM:
-                    self.basis = _pca_basis(self.matrix)
-                    self.reduced = self.matrix @ self.basis
+                    self.matrix = np.vstack([self.matrix, mat.astype(np.float16)])
+                else:
+                    self.matrix = np.vstack([self.matrix, mat])
+                    if len(self.ids) >= REDUCE_FROM:
+                        self.basis = _pca_basis(self.matrix)
+                        self.reduced = self.matrix @ self.basis
+                        self.matrix = self.matrix.astype(np.float16)
             if full or rows:
                 self._rows = None
             self._epoch = (epoch, max_rowid)
@@ -152,7 +158,7 @@ class VectorIndex:
             n = min(k if exact else max(RERANK, k), len(ids))
             top = np.argpartition(-picked, n - 1)[:n]
             top = top[np.isfinite(picked[top])]
-            sims = picked[top] if exact else matrix[top] @ query
+            sims = picked[top] if exact else matrix[top].astype(np.float32) @ query
             order = np.argsort(-sims)[:k]
             out.append([(ids[top[i]], float(sims[i])) for i in order])
         return out
@@ -166,7 +172,7 @@ class VectorIndex:
         found = [(fid, rows[fid]) for fid in wanted if fid in rows]
         if not found or matrix is None:
             return {}
-        sims = matrix[[row for _, row in found]] @ query
+        sims = matrix[[row for _, row in found]].astype("float32") @ query
         return {fid: float(sim) for (fid, _), sim in zip(found, sims)}
 
     def load_dates(self, store: Store) -> None:
@@ -198,7 +204,8 @@ def _pca_basis(matrix: np.ndarray) -> np.ndarray:
     import numpy as np
 
     step = max(1, len(matrix) // PCA_SAMPLE)
-    _, _, vt = np.linalg.svd(matrix[::step][:PCA_SAMPLE], full_matrices=False)
+    sample = matrix[::step][:PCA_SAMPLE].astype(np.float32)
+    _, _, vt = np.linalg.svd(sample, full_matrices=False)
     return np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)
 
 

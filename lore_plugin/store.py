@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from .types import Edge, Fragment, NewFragment
 
 BUSY_TIMEOUT_MS = 10_000
-MMAP_BYTES = 1 << 30
 FRAGMENT_COLUMNS = (
     "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
     "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata"
@@ -76,9 +75,6 @@ class Store:
         try:
             self.conn = apsw.Connection(str(self.path), flags=flags)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-            # Every commit by another connection empties this one's page cache; with the file
-            # memory-mapped, re-reading those pages after a reinforcement write costs little.
-            self.conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode=WAL")
                 self.conn.execute("PRAGMA synchronous=NORMAL")

@@ -48,8 +48,8 @@ class Worker:
             from .embedding import FastEmbedder
             from .ingest import Ingestor
 
-            self._ingestor = Ingestor(self.settings, llm, FastEmbedder(self.settings.home / "models"),
-                                      self.clock)
+            embedder = FastEmbedder(self.settings.home / "models", threads=None)
+            self._ingestor = Ingestor(self.settings, llm, embedder, self.clock)
         return self._ingestor
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
