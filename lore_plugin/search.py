@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING
 
 from .store import Store
@@ -31,6 +32,7 @@ COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
 REDUCE_FROM = 20_000  # below this an exact scan is already fast
 REDUCED_DIMS = 128
 PCA_SAMPLE = 4096
+LOAD_CHUNK = 4096
 RERANK = 1000  # approximate candidates scored exactly; the top 100 are all among them
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 
@@ -83,41 +85,30 @@ class VectorIndex:
             epoch, max_rowid = store.vector_epoch()
             if self._epoch is not None and self._epoch == (epoch, max_rowid):
                 return
-            full = self._epoch is None or self._epoch[0] != epoch
+            full = self._epoch is None or self._epoch[0] != epoch or self.matrix is None
             after = 0 if full else self._epoch[1]  # type: ignore[index]
-            # Count first, then stream rows into preallocated arrays: building a list of 100K
-            # blobs and joining them left ~300 MB of RSS behind for the life of the server.
             expected = store.live_embedded_count(after, max_rowid)
-            ids: list[str] = []
-            rowids = np.empty(expected, dtype=np.int64)
-            depths = np.empty(expected, dtype=np.int16)
-            mat = np.empty((expected, 384), dtype=np.float32)
-            for i, (rowid, fid, depth, blob) in enumerate(store.embeddings_between(after, max_rowid)):
-                ids.append(fid)
-                rowids[i], depths[i] = rowid, depth
-                mat[i] = np.frombuffer(blob, dtype="<f4")
+            basis = None if full else self.basis
+            if basis is None and expected + (0 if full else len(self.ids)) >= REDUCE_FROM:
+                basis = _pca_basis(np.frombuffer(b"".join(store.embedding_sample(PCA_SAMPLE)),
+                                                 dtype="<f4").reshape(-1, 384))
+            ids, rowids, depths, mat, red = _load_rows(store, after, max_rowid, expected, basis)
             rows = len(ids)
-            rowids, depths, mat = rowids[:rows], depths[:rows], mat[:rows]
-            if full or self.matrix is None or self.depths is None or self.rowids is None:
-                self.ids, self.rowids, self.depths = ids, rowids, depths
-                self.basis = _pca_basis(mat) if len(ids) >= REDUCE_FROM else None
-                self.reduced = None if self.basis is None else mat @ self.basis
-                # With a reduced copy to scan, the full vectors only re-rank a thousand rows,
-                # so half precision (cosine error < 1e-3) halves their memory.
-                self.matrix = mat if self.basis is None else mat.astype(np.float16)
+            if full:
+                self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, mat
+                self.basis, self.reduced = basis, red
             elif rows:
+                assert self.rowids is not None and self.depths is not None
+                if basis is not None and self.basis is None:  # this append crossed REDUCE_FROM
+                    old = self.matrix.astype(np.float32)
+                    self.reduced, self.matrix = old @ basis, old.astype(np.float16)
+                    self.basis = basis
                 self.ids = self.ids + ids
                 self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
-                if self.basis is not None and self.reduced is not None:
-                    self.reduced = np.vstack([self.reduced, mat @ self.basis])
-                    self.matrix = np.vstack([self.matrix, mat.astype(np.float16)])
-                else:
-                    self.matrix = np.vstack([self.matrix, mat])
-                    if len(self.ids) >= REDUCE_FROM:
-                        self.basis = _pca_basis(self.matrix)
-                        self.reduced = self.matrix @ self.basis
-                        self.matrix = self.matrix.astype(np.float16)
+                self.matrix = np.vstack([self.matrix, mat])
+                if red is not None and self.reduced is not None:
+                    self.reduced = np.vstack([self.reduced, red])
             if full or rows:
                 self._rows = None
             self._epoch = (epoch, max_rowid)
@@ -198,14 +189,39 @@ class VectorIndex:
                 self._dates = (epoch, dates)
 
 
-def _pca_basis(matrix: np.ndarray) -> np.ndarray:
-    """The REDUCED_DIMS directions that carry most of the vectors' energy (uncentred, so inner
-    products are what is preserved), from a fixed sample of rows."""
+def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.ndarray | None
+               ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """Streams live vectors in chunks into preallocated arrays (a list of 100K blobs joined
+    at once left ~300 MB of RSS behind). With a basis, full vectors are kept in half precision
+    (they only re-rank a thousand candidates; cosine error < 1e-3) next to their projection."""
     import numpy as np
 
-    step = max(1, len(matrix) // PCA_SAMPLE)
-    sample = matrix[::step][:PCA_SAMPLE].astype(np.float32)
-    _, _, vt = np.linalg.svd(sample, full_matrices=False)
+    ids: list[str] = []
+    rowids = np.empty(expected, dtype=np.int64)
+    depths = np.empty(expected, dtype=np.int16)
+    mat = np.empty((expected, 384), dtype=np.float32 if basis is None else np.float16)
+    red = None if basis is None else np.empty((expected, basis.shape[1]), dtype=np.float32)
+    cursor, done = store.embeddings_between(after, upto), 0
+    while chunk := list(islice(cursor, LOAD_CHUNK)):
+        end = done + len(chunk)
+        vectors = np.frombuffer(b"".join(r[3] for r in chunk), dtype="<f4").reshape(-1, 384)
+        ids.extend(r[1] for r in chunk)
+        rowids[done:end] = [r[0] for r in chunk]
+        depths[done:end] = [r[2] for r in chunk]
+        mat[done:end] = vectors
+        if red is not None:
+            red[done:end] = vectors @ basis
+        done = end
+    red = None if red is None else red[:done]
+    return ids, rowids[:done], depths[:done], mat[:done], red
+
+
+def _pca_basis(matrix: np.ndarray) -> np.ndarray:
+    """The REDUCED_DIMS directions that carry most of a sample's energy (uncentred, so inner
+    products are what is preserved)."""
+    import numpy as np
+
+    _, _, vt = np.linalg.svd(matrix.astype(np.float32), full_matrices=False)
     return np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)
 
 

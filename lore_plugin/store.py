@@ -280,6 +280,14 @@ class Store:
             "AND embedding IS NOT NULL AND superseded_by IS NULL ORDER BY rowid",
             (after_rowid, upto_rowid))
 
+    def embedding_sample(self, size: int) -> list[bytes]:
+        """About `size` live vectors spread evenly over the table (by rowid)."""
+        count = int(self._one("SELECT count(*) FROM fragments") or 0)
+        step = max(1, count // max(size, 1))
+        return [r[0] for r in self.conn.execute(
+            "SELECT embedding FROM fragments WHERE rowid % ? = 0 AND embedding IS NOT NULL "
+            "AND superseded_by IS NULL LIMIT ?", (step, size))]
+
     def live_embedded_count(self, after_rowid: int, upto_rowid: int) -> int:
         return int(self._one("SELECT count(*) FROM fragments WHERE rowid > ? AND rowid <= ? AND "
                              "embedding IS NOT NULL AND superseded_by IS NULL",
