@@ -111,16 +111,19 @@ class FastEmbedder:
         return self._model
 
     def _create(self) -> object:
+        # No memory arena: it keeps the peak of the largest batch ever embedded (70 MB more
+        # RSS for the life of a server) and made no measurable difference to batch speed here.
         from fastembed import TextEmbedding
 
         model_dir = find_model_dir(self.cache_dir)
         fe_cache = str(self.cache_dir / "fastembed")
         if model_dir is not None:
-            return TextEmbedding(MODEL_NAME, specific_model_path=str(model_dir),
-                                 cache_dir=fe_cache, threads=self.threads)
+            return TextEmbedding(MODEL_NAME, specific_model_path=str(model_dir), cache_dir=fe_cache,
+                                 threads=self.threads, enable_cpu_mem_arena=False)
         if os.environ.get("LORE_NO_DOWNLOAD"):
             raise RuntimeError("no local model and downloads are disabled (LORE_NO_DOWNLOAD)")
-        return TextEmbedding(MODEL_NAME, cache_dir=fe_cache, threads=self.threads)  # last resort
+        return TextEmbedding(MODEL_NAME, cache_dir=fe_cache, threads=self.threads,  # last resort
+                             enable_cpu_mem_arena=False)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
