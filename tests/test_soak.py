@@ -47,6 +47,8 @@ def test_eight_processes_share_one_database_without_errors_losses_or_duplicates(
     errors = [r["error"] for r in records if "error" in r]
     assert errors == []
     stored = Counter(r["stored"] for r in records if "stored" in r)
+    print(f"soak: {len(stored)} writes by {len(ROLES)} processes in {SECONDS:.0f} s, "
+          f"{len(errors)} errors")  # shown with pytest -s; the README quotes a full run
     assert len(stored) > 50 and all(c == 1 for c in stored.values())
     store = Store(isolated_home / "memory.db")
     in_db = Counter(r[0] for r in store.execute("SELECT summary FROM fragments"))
