@@ -372,6 +372,9 @@ class Memory:
                     f"no parent_id given and no existing depth-{depth - 1} fragment fits; pass a "
                     "parent_id (see list_topics / query_memory) or depth=0 to start a new topic")
             parent = found[0].fragment
+        same = self.writer.find_by_summary(summary, depth, parent.id if parent else None)
+        if same and self.writer.get(same).content == content:
+            return self.writer.get(same)  # storing the same thing twice keeps one copy
         vector = self.embed_one(embedding_text(summary, content, parent and parent.summary))
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,

@@ -169,6 +169,16 @@ def test_store_validates_text_depth_and_parent(memory):
         memory.query("x", limit=1000)
 
 
+def test_storing_the_same_knowledge_twice_keeps_one_copy(memory):
+    ids = tree(memory)
+    again = memory.store("Autovacuum runs nightly at 02:00 UTC on the invoices table.",
+                         "Nightly autovacuum on invoices", parent_id=ids["pg"], depth=2)
+    assert again.id == ids["vacuum"]
+    other = memory.store("Autovacuum runs weekly now.", "Nightly autovacuum on invoices",
+                         parent_id=ids["pg"], depth=2)
+    assert other.id != ids["vacuum"]  # same name, new content: a new fragment
+
+
 def test_store_without_a_parent_places_the_fragment_under_the_best_match(memory):
     ids = tree(memory)
     frag = memory.store("Invoices older than seven years are archived to cold storage.",
