@@ -4,7 +4,7 @@ characters, plus anything the user must fix. Reads only; never needs the model."
 from __future__ import annotations
 
 from .config import Settings
-from .render import clip, short_id
+from .render import clip, plural, short_id
 
 LIMIT = 1500
 TOPICS = 8
@@ -31,13 +31,14 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
     if not topics:
         return "\n".join(tail) or None
     here = sum(1 for t in topics if project and t.fragment.project == project)
-    head = (f"Lore long-term memory: {len(topics)} topics"
+    head = (f"Lore long-term memory: {plural(len(topics), 'topic')}"
             + (f" ({here} from this project)" if here else "") + ". Top topics:")
     tail.insert(0, HOW_TO)
     body: list[str] = []
     budget = LIMIT - len(head) - sum(len(x) + 1 for x in tail) - 1
     for t in topics[:TOPICS]:
-        line = f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} ({t.fragment_count} fragments)"
+        line = (f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} "
+                f"({plural(t.fragment_count, 'fragment')})")
         if len(line) + 1 > budget:
             break
         body.append(line)

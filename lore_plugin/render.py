@@ -42,7 +42,8 @@ def recall_text(query: str, depth: int, results: list[ScoredFragment], keyword_o
     if not results:
         return (f"Nothing in memory matches '{clip(query, 80)}' at depth {depth}. "
                 "Try depth 0 or list_topics to see what is known.")
-    head = f"{len(results)} {depth_name(depth)}-level memories for '{clip(query, 80)}'"
+    noun = "memory" if len(results) == 1 else "memories"
+    head = f"{len(results)} {depth_name(depth)}-level {noun} for '{clip(query, 80)}'"
     if keyword_only:
         head += " (keyword search only: the embedding model is not loaded)"
     lines = [head + ":"]
@@ -51,12 +52,19 @@ def recall_text(query: str, depth: int, results: list[ScoredFragment], keyword_o
     return "\n".join(lines)
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def tree_text(node: TreeNode, max_nodes: int = 60) -> str:
     lines: list[str] = []
+    shown = 0
 
     def walk(n: TreeNode, indent: int) -> None:
-        if len(lines) >= max_nodes:
+        nonlocal shown
+        if shown >= max_nodes:
             return
+        shown += 1
         f = n.fragment
         pad = "  " * indent
         lines.append(f"{pad}- [{short_id(f.id)}] {clip(f.summary, 140)} "
@@ -68,8 +76,8 @@ def tree_text(node: TreeNode, max_nodes: int = 60) -> str:
 
     walk(node, 0)
     total = _count(node)
-    if total > max_nodes:
-        lines.append(f"… {total - max_nodes} more; traverse_memory a branch to see it all.")
+    if total > shown:
+        lines.append(f"… {total - shown} more; traverse_memory a branch to see it all.")
     return "\n".join(lines)
 
 
@@ -80,11 +88,11 @@ def _count(node: TreeNode) -> int:
 def topics_text(topics: list[TopicSummary], max_topics: int = 60) -> str:
     if not topics:
         return "Memory is empty: no topics yet."
-    lines = [f"{len(topics)} topics:"]
+    lines = [f"{plural(len(topics), 'topic')}:"]
     for t in topics[:max_topics]:
         f = t.fragment
-        lines.append(f"- [{short_id(f.id)}] {clip(f.summary, 100)} — {t.fragment_count} "
-                     f"fragments, relevance {f.relevance_score:.2f}"
+        lines.append(f"- [{short_id(f.id)}] {clip(f.summary, 100)} — "
+                     f"{plural(t.fragment_count, 'fragment')}, relevance {f.relevance_score:.2f}"
                      + (f"\n    {clip(f.content, 160)}" if f.content and f.content != f.summary else ""))
     if len(topics) > max_topics:
         lines.append(f"… and {len(topics) - max_topics} more; query_memory at depth 0 to search them.")

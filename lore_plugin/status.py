@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from .config import Settings
+from .render import plural
 
 
 def _size(path: Path) -> str:
@@ -59,8 +60,9 @@ def status_lines(settings: Settings) -> list[str]:
         try:
             c = store.counts()
             lines.append(f"schema     version {store.user_version()}")
-            lines.append(f"memory     {c['topics']} topics, {c['fragments']} fragments "
-                         f"({c['superseded']} superseded), {c['edges']} edges")
+            lines.append(f"memory     {plural(c['topics'], 'topic')}, "
+                         f"{plural(c['fragments'], 'fragment')} ({c['superseded']} superseded), "
+                         f"{plural(c['edges'], 'edge')}")
             if c["without_embedding"]:
                 lines.append(f"           {c['without_embedding']} fragments await embeddings "
                              "(`lore doctor --fix` fills them)")
