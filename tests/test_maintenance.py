@@ -145,3 +145,37 @@ def test_the_cli_refuses_a_database_from_a_future_version_clearly(tmp_path, isol
     raw.close()
     out = run_cli("topics", env=python_env())
     assert out.returncode == 1 and "Upgrade Lore" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_lore_ingest_backfills_skips_what_is_done_and_retries_parked_batches(tmp_path, isolated_home):
+    from tests.fake_anthropic import FakeAnthropic, text_reply
+    from tests.knowledge_api import KnowledgeModel
+    from tests.transcripts import TranscriptWriter
+
+    projects = tmp_path / "projects"
+    first = TranscriptWriter(projects / "-work-a" / "one.jsonl", session="one")
+    first.exchange(3)
+    second = TranscriptWriter(projects / "-work-b" / "two.jsonl", session="two")
+    second.exchange(2, topic="search")
+    sub = TranscriptWriter(projects / "-work-a" / "one" / "subagents" / "agent-x.jsonl", session="one")
+    sub.user("payments rule 9 uses value 63")
+    isolated_home.mkdir(parents=True, exist_ok=True)
+    (isolated_home / "config.toml").write_text("[ingestion]\npark_after = 1\n")
+    model = KnowledgeModel()
+    with FakeAnthropic(model) as api:
+        env = python_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        model.fail_next, model.failure = 1, text_reply("no tool call")  # one transcript parks
+        out = run_cli("ingest", str(projects), env=env)
+        assert "2 transcripts" in out.stdout and "1 transcript(s) failed" in out.stdout
+        assert out.returncode == 1 and "Traceback" not in out.stderr
+        assert "parked" in run_cli("status", env=env).stdout
+        again = run_cli("ingest", str(projects), "--retry-failed", env=env)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "1 already done, 1 to ingest" in again.stdout
+        done = run_cli("ingest", str(projects), env=env)
+        assert "2 already done, 0 to ingest" in done.stdout
+    store = Store(isolated_home / "memory.db")
+    facts = {r[0] for r in store.execute("SELECT summary FROM fragments WHERE depth = 2")}
+    assert facts == {"billing rule 0 uses value 0", "billing rule 1 uses value 7",
+                     "billing rule 2 uses value 14", "search rule 0 uses value 0",
+                     "search rule 1 uses value 7", "payments rule 9 uses value 63"}
