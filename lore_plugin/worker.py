@@ -103,10 +103,13 @@ class Worker:
 
     def sweep(self, projects: Path) -> dict[str, int]:
         totals = {"transcripts": 0, "fragments": 0}
-        for path in self.pending(projects):
-            result = self.ingest(path)
-            totals["transcripts"] += 1
-            totals["fragments"] += result["fragments"]
+        try:
+            for path in self.pending(projects):
+                result = self.ingest(path)
+                totals["transcripts"] += 1
+                totals["fragments"] += result["fragments"]
+        except LLMUnavailable as exc:  # consolidation's other phases need no LLM: go on
+            log.warning("sweep: %s; unread transcripts wait, nothing is lost", exc)
         from .consolidate import run_if_overdue
 
         run_if_overdue(self.settings, self.clock)

@@ -202,3 +202,23 @@ def test_the_session_start_sweep_picks_up_stale_tails_left_by_crashed_sessions(t
     assert wait_for(lambda: fact_count(isolated_home / "memory.db") == 3)
     time.sleep(1.0)
     assert fact_count(isolated_home / "memory.db") == 3
+
+
+def test_the_sweep_still_consolidates_when_extraction_is_paused(tmp_path, env, isolated_home):
+    from lore_plugin.memory import Memory
+
+    memory = Memory(isolated_home / "memory.db", None)
+    memory.store("Topic", "Topic", depth=0)
+    memory.close()
+    projects = tmp_path / "home" / ".claude" / "projects"
+    stale = TranscriptWriter(projects / "-work-project-a" / "stale.jsonl")
+    stale.exchange(2)
+    old = time.time() - 3600
+    os.utime(stale.path, (old, old))
+    env = {k: v for k, v in env.items() if not k.startswith("ANTHROPIC")}
+    env["PATH"] = "/usr/bin:/bin"  # no LLM at all
+    subprocess.run([PYTHON, "-m", "lore_plugin.worker", "sweep", "--projects", str(projects)],
+                   env=env, timeout=120, check=True)
+    store = Store(isolated_home / "memory.db")
+    assert store.last_consolidation() is not None  # ran, with the LLM phases skipped
+    assert store.watermark(str(stale.path)) == 0  # the unread tail waits for an LLM
