@@ -33,10 +33,10 @@ def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
 
         store = Store(settings.db_path, readonly=True)
         try:
-            report = consolidate(settings, store, time.time, dry_run=True)
+            preview = consolidate(settings, store, time.time, dry_run=True)
         finally:
             store.close()
-        print("\n".join(describe(report)))
+        print("\n".join(describe(preview)))
         return 0
     if not args.force and not is_overdue(settings, time.time):
         last = last_consolidated(settings) or time.time()

@@ -52,5 +52,5 @@ class Settings:
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Never raises: a broken config file falls back to defaults and records a warning."""
     values, warnings = read_values(dict(os.environ) if env is None else env)
-    paths = {key: Path(values.pop(key)) for key in ("db_path", "home")}
-    return Settings(**paths, **values, warnings=tuple(warnings))
+    db_path, home = Path(values.pop("db_path")), Path(values.pop("home"))
+    return Settings(db_path=db_path, home=home, **values, warnings=tuple(warnings))

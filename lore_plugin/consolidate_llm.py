@@ -297,7 +297,8 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
         return cache[gid]
 
     def numbered(batch: list[str]) -> tuple[str, dict[str, tuple[str, Fragment]]]:
-        blocks, local = [], {}
+        blocks: list[str] = []
+        local: dict[str, tuple[str, Fragment]] = {}
         for i, gid in enumerate(batch):
             group, siblings = load(gid)
             lines = [f"Group c{i + 1}: {_clip(group.summary, 160)}"]

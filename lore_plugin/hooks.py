@@ -69,8 +69,8 @@ def spawn_worker(settings: Settings, *args: str) -> None:
         import subprocess
 
         flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
-        with open(log_path, "ab") as out:
-            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+        with open(log_path, "ab") as log_file:
+            subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
                              creationflags=flags, close_fds=True)
         return
     pid = os.fork()
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         from .config import load_settings
 
         settings = load_settings()
-        if name == "stop":
+        if name == "stop" and worker is not None:
             spawn_worker(settings, *worker)
             return 0
         output = run(name, raw, settings)

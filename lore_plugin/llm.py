@@ -15,6 +15,7 @@ import random
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections import deque
@@ -271,7 +272,7 @@ class FakeLLM:
         ):
             raise answer
         if callable(answer):
-            return answer(**call)
+            return answer(**call)  # type: ignore[return-value]  # a test double returns its dict
         return copy.deepcopy(answer)  # callers may mutate what they get
 
 
@@ -284,7 +285,7 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt
 
             while True:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 from types import TracebackType
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
     def _try_lock(fd: int) -> bool:

@@ -375,7 +375,7 @@ class Memory:
         same = self.writer.find_by_summary(summary, depth, parent.id if parent else None)
         if same and self.writer.get(same).content == content:
             return self.writer.get(same)  # storing the same thing twice keeps one copy
-        vector = self.embed_one(embedding_text(summary, content, parent and parent.summary))
+        vector = self.embed_one(embedding_text(summary, content, parent.summary if parent else None))
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,
                           metadata=metadata or {})

@@ -99,6 +99,7 @@ class VectorIndex:
                 self.basis, self.reduced = basis, red
             elif rows:
                 assert self.rowids is not None and self.depths is not None
+                assert self.matrix is not None
                 if basis is not None and self.basis is None:  # this append crossed REDUCE_FROM
                     old = self.matrix.astype(np.float32)
                     self.reduced, self.matrix = old @ basis, old.astype(np.float16)
@@ -136,7 +137,7 @@ class VectorIndex:
         else:
             scores, exact = matrix @ query, True
         allowed = None if depth is None else depths == depth
-        out = []
+        out: list[list[tuple[str, float]]] = []
         for window in windows:
             mask = allowed
             if window is not None:

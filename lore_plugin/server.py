@@ -402,7 +402,8 @@ def _preorder(node: TreeNode, level: int = 0) -> list[tuple[Fragment, int]]:
 def _first(node: TreeNode, n: int) -> TreeNode:
     """The tree cut down to its n shallowest nodes (breadth-first), so a large topic still
     shows all of its concepts before any one concept's facts."""
-    kept, level = set(), [node]
+    kept: set[str] = set()
+    level = [node]
     while level and len(kept) < n:
         kept.update(c.fragment.id for c in level[: n - len(kept)])
         level = [child for parent in level for child in parent.children]

@@ -12,7 +12,7 @@ from .render import plural
 
 def _size(path: Path) -> str:
     try:
-        size = path.stat().st_size
+        size = float(path.stat().st_size)
     except OSError:
         return "-"
     for unit in ("B", "KB", "MB", "GB"):

@@ -73,7 +73,8 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
         try:
-            self.conn = apsw.Connection(str(self.path), flags=flags)
+            # Typed Any: apsw types every column as a union; our own SQL fixes the shapes.
+            self.conn: Any = apsw.Connection(str(self.path), flags=flags)
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if not readonly:
                 self.conn.execute("PRAGMA journal_mode=WAL")
