@@ -139,10 +139,6 @@ class Store:
         finally:
             self.conn.execute("COMMIT")
 
-    def data_version(self) -> int:
-        """Changes whenever another connection commits: cheap cache invalidation."""
-        return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
@@ -354,15 +350,6 @@ class Store:
                 "last_reinforced = ?, relevance_score = ? WHERE id = ?",
                 [(s.access_count, s.decay_rate, s.last_accessed, s.last_reinforced, r, i)
                  for i, (s, r) in states.items()])
-
-    def relevance_inputs(self) -> Iterator[tuple[Any, ...]]:
-        """(rowid, importance, access_count, decay_rate, last_reinforced) for every fragment."""
-        return self.conn.execute(
-            "SELECT rowid, importance, access_count, decay_rate, last_reinforced FROM fragments")
-
-    def set_relevance_by_rowid(self, pairs: Sequence[tuple[float, int]]) -> None:
-        with self.write():
-            self.conn.executemany("UPDATE fragments SET relevance_score = ? WHERE rowid = ?", pairs)
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:
