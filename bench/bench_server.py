@@ -272,6 +272,9 @@ def copy_db(src: Path, dst: Path) -> None:
 def server_env(db: Path, home: Path) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), LORE_DB_PATH=str(db), LORE_HOME=str(home),
                LORE_NO_DOWNLOAD="1")
+    # A real install keeps .pyc files; this workplace's PYTHONDONTWRITEBYTECODE would make every
+    # spawn recompile the package.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     folder = model_dir()
     if folder is not None:
         env["LORE_EMBED_MODEL_DIR"] = str(folder)
