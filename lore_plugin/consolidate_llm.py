@@ -215,23 +215,36 @@ def _topic_block(local: str, topic: Fragment, children: list[Fragment]) -> str:
     return "\n".join(lines)
 
 
-def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Embedder | None,
-                now: float, dry_run: bool) -> PhaseOutcome:
-    outcome = PhaseOutcome()
-    due = due_topics(activity)
-    outcome.due = len(due)
-    if dry_run or llm is None:
-        names = store.get_many(due[:50])
-        outcome.items = [f"'{names[t].summary}'" for t in due[:50] if t in names]
-        return outcome
+def _due_only(store: Store, due: list[str]) -> PhaseOutcome:
+    """What a phase would ask about, for a dry run or when there is no LLM."""
+    names = store.get_many(due[:50])
+    return PhaseOutcome(due=len(due), items=[f"'{names[i].summary}'" for i in due[:50] if i in names])
+
+
+def _families(store: Store, shown: int
+              ) -> tuple[dict[str, tuple[Fragment, list[Fragment]]],
+                         Callable[[str], tuple[Fragment, list[Fragment]]]]:
+    """A loader of (parent, its newest `shown` live children), reading each parent once per
+    run, and the cache it fills."""
     cache: dict[str, tuple[Fragment, list[Fragment]]] = {}
 
-    def load(tid: str) -> tuple[Fragment, list[Fragment]]:
-        if tid not in cache:
-            kids = store.child_ids(tid)
-            frags = store.get_many(kids[-CHILDREN_SHOWN:])
-            cache[tid] = (store.get(tid), [frags[k] for k in kids[-CHILDREN_SHOWN:] if k in frags])
-        return cache[tid]
+    def load(pid: str) -> tuple[Fragment, list[Fragment]]:
+        if pid not in cache:
+            kids = store.child_ids(pid)[-shown:]  # oldest first, newest kept
+            frags = store.get_many(kids)
+            cache[pid] = (store.get(pid), [frags[k] for k in kids if k in frags])
+        return cache[pid]
+
+    return cache, load
+
+
+def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Embedder | None,
+                now: float, dry_run: bool) -> PhaseOutcome:
+    due = due_topics(activity)
+    if dry_run or llm is None:
+        return _due_only(store, due)
+    outcome = PhaseOutcome(due=len(due))
+    cache, load = _families(store, CHILDREN_SHOWN)
 
     def render(batch: list[str]) -> str:
         return "\n\n".join(_topic_block(f"t{i + 1}", *load(t)) for i, t in enumerate(batch))
@@ -280,21 +293,11 @@ def _day(ts: float) -> str:
 
 def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, now: float,
                            dry_run: bool) -> PhaseOutcome:
-    outcome = PhaseOutcome()
     due = due_groups(activity)
-    outcome.due = len(due)
     if dry_run or llm is None:
-        names = store.get_many(due[:50])
-        outcome.items = [f"'{names[g].summary}'" for g in due[:50] if g in names]
-        return outcome
-    cache: dict[str, tuple[Fragment, list[Fragment]]] = {}
-
-    def load(gid: str) -> tuple[Fragment, list[Fragment]]:
-        if gid not in cache:
-            kids = store.child_ids(gid)[-SIBLINGS_SHOWN:]  # oldest first, newest kept
-            frags = store.get_many(kids)
-            cache[gid] = (store.get(gid), [frags[k] for k in kids if k in frags])
-        return cache[gid]
+        return _due_only(store, due)
+    outcome = PhaseOutcome(due=len(due))
+    _, load = _families(store, SIBLINGS_SHOWN)
 
     def numbered(batch: list[str]) -> tuple[str, dict[str, tuple[str, Fragment]]]:
         blocks: list[str] = []

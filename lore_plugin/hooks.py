@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from .types import HookEvent
 
 MAX_STDIN = 1 << 20
-BRIEF_LIMIT = 1500
 _SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 
 

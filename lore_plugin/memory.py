@@ -78,9 +78,7 @@ class Memory:
 
     @property
     def reader(self) -> Store:
-        if self._reader is None:
-            if not self.db_path.exists():
-                self.writer  # noqa: B018 - creates and migrates the database
+        if self._reader is None:  # a read-only Store creates or migrates the file first if needed
             self._reader = Store(self.db_path, readonly=True)
         return self._reader
 
@@ -373,8 +371,9 @@ class Memory:
                     "parent_id (see list_topics / query_memory) or depth=0 to start a new topic")
             parent = found[0].fragment
         same = self.writer.find_by_summary(summary, depth, parent.id if parent else None)
-        if same and self.writer.get(same).content == content:
-            return self.writer.get(same)  # storing the same thing twice keeps one copy
+        existing = self.writer.get(same) if same else None
+        if existing is not None and existing.content == content:
+            return existing  # storing the same thing twice keeps one copy
         vector = self.embed_one(embedding_text(summary, content, parent.summary if parent else None))
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,

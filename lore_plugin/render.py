@@ -25,14 +25,14 @@ def when(ts: float) -> str:
 
 
 def fragment_line(frag: Fragment, score: float | None = None, content: bool = True,
-                  content_chars: int = CONTENT_CHARS) -> str:
+                  content_chars: int = CONTENT_CHARS, note: str = "") -> str:
     bits = [f"[{short_id(frag.id)}] {depth_name(frag.depth)} · {clip(frag.summary, 160)}"]
     meta = [f"relevance {frag.relevance_score:.2f}", when(frag.created_at)]
     if score is not None:
         meta.insert(0, f"match {score:.2f}")
     if frag.superseded_by:
         meta.append(f"superseded by {short_id(frag.superseded_by)}")
-    bits[0] += f"  ({', '.join(meta)})"
+    bits[0] += f"  ({', '.join(meta)})" + (f" {note}" if note else "")
     if content and frag.content and frag.content.strip() != frag.summary.strip():
         bits.append("    " + clip(frag.content, content_chars))
     return "\n".join(bits)
@@ -104,8 +104,5 @@ def neighbours_text(title: str, frags: list[Fragment], extra: list[str] | None =
         return f"{title}: none."
     lines = [f"{title}:"]
     for i, f in enumerate(frags):
-        line = fragment_line(f, content=True, content_chars=200)
-        if extra:
-            line = line.replace("\n", f" {extra[i]}\n", 1) if "\n" in line else f"{line} {extra[i]}"
-        lines.append(line)
+        lines.append(fragment_line(f, content_chars=200, note=extra[i] if extra else ""))
     return "\n".join(lines)

@@ -142,17 +142,8 @@ class Service:
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
         self.lock = threading.Lock()
-        self._migrated = False
         self._reinforcer = ThreadPoolExecutor(1, thread_name_prefix="lore-reinforce")
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
-
-    def _open(self) -> Memory:
-        """Opens the writer before the first read: it creates or migrates the database, and
-        waits for another process doing so, which a read-only open would fail on."""
-        if not self._migrated:
-            self.memory.writer  # noqa: B018
-            self._migrated = True
-        return self.memory
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
@@ -166,7 +157,7 @@ class Service:
         for attempt in range(BUSY_ATTEMPTS):
             try:
                 with self.lock:
-                    return fn(self._open())
+                    return fn(self.memory)
             except BusyError as exc:
                 log.warning("database busy (attempt %d/%d): %s", attempt + 1, BUSY_ATTEMPTS, exc)
                 if attempt + 1 < BUSY_ATTEMPTS:
@@ -211,8 +202,6 @@ class Service:
         Best effort: a failure only means the first query does the loading."""
         marks = [time.perf_counter()]
         try:
-            with self.lock:
-                self._open()
             # The vector index loads from its own connection while the model loads here:
             # both spend most of their time outside the GIL, so the first query waits for
             # the slower of the two rather than their sum.

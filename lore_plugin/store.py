@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .types import Edge, Fragment, NewFragment
 
 BUSY_TIMEOUT_MS = 10_000
+IN_CHUNK = 500  # values per IN (...) list; SQLite allows a few thousand parameters
 FRAGMENT_COLUMNS = (
     "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
     "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata"
@@ -139,6 +140,13 @@ class Store:
         finally:
             self.conn.execute("COMMIT")
 
+    def _rows_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+        """Runs `sql` once per IN_CHUNK values, its `%s` replaced by that many placeholders:
+        SQLite caps the parameters of one statement."""
+        for start in range(0, len(values), IN_CHUNK):
+            chunk = list(values[start:start + IN_CHUNK])
+            yield from self.conn.execute(sql.replace("%s", ",".join("?" * len(chunk))), chunk)
+
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
         return None if row is None else row[0]
@@ -170,16 +178,10 @@ class Store:
         return _row_to_fragment(row, self.parent_id(fid))
 
     def get_many(self, ids: Sequence[str]) -> dict[str, Fragment]:
-        out: dict[str, Fragment] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT {FRAGMENT_COLUMNS}, (SELECT source FROM edges WHERE target = f.id AND "
-                f"kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN ({marks})", chunk)
-            for row in rows:
-                out[row[0]] = _row_to_fragment(row, row[15])
-        return out
+        rows = self._rows_in(
+            f"SELECT {FRAGMENT_COLUMNS}, (SELECT source FROM edges WHERE target = f.id AND "
+            "kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN (%s)", ids)
+        return {row[0]: _row_to_fragment(row, row[15]) for row in rows}
 
     def resolve_id(self, given: str) -> str:
         """Accepts a full id or a unique prefix of 8+ characters."""
@@ -332,15 +334,9 @@ class Store:
     # -- memory state -------------------------------------------------------------------
     def memory_states(self, ids: Sequence[str]) -> dict[str, MemoryState]:
         from .relevance import MemoryState
-        out: dict[str, MemoryState] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(
-                    "SELECT id, access_count, decay_rate, last_accessed, last_reinforced "
-                    f"FROM fragments WHERE id IN ({marks})", chunk):
-                out[r[0]] = MemoryState(r[1], r[2], r[3], r[4])
-        return out
+        rows = self._rows_in("SELECT id, access_count, decay_rate, last_accessed, "
+                             "last_reinforced FROM fragments WHERE id IN (%s)", ids)
+        return {r[0]: MemoryState(r[1], r[2], r[3], r[4]) for r in rows}
 
     def save_memory_states(self, states: dict[str, tuple[MemoryState, float]]) -> None:
         """id -> (new state, new relevance score)."""
@@ -656,13 +652,9 @@ class Store:
             return self.conn.total_changes() - before
 
     def ids_by_rowid(self, rowids: Sequence[int]) -> dict[int, str]:
-        out: dict[int, str] = {}
-        for start in range(0, len(rowids), 500):
-            chunk = [int(r) for r in rowids[start:start + 500]]
-            marks = ",".join("?" * len(chunk))
-            out.update(self.conn.execute(
-                f"SELECT rowid, id FROM fragments WHERE rowid IN ({marks})", chunk).fetchall())
-        return out
+        rows = self._rows_in("SELECT rowid, id FROM fragments WHERE rowid IN (%s)",
+                             [int(r) for r in rowids])
+        return dict(rows)
 
     def topic_vectors(self) -> list[tuple[str, int, str, float, bytes]]:
         """(id, rowid, name, created_at, embedding) of every live, embedded topic."""
@@ -672,16 +664,11 @@ class Store:
 
     def child_vectors(self, parent_ids: Sequence[str]) -> list[tuple[str, str, str, bytes]]:
         """(parent id, id, summary, embedding) of the live, embedded children of the parents."""
-        out: list[tuple[str, str, str, bytes]] = []
-        for start in range(0, len(parent_ids), 500):
-            chunk = list(parent_ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            out += [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
-                "SELECT e.source, f.id, f.summary, f.embedding FROM edges e "
-                "JOIN fragments f ON f.id = e.target WHERE e.kind = 'hierarchical' "
-                f"AND e.source IN ({marks}) AND f.superseded_by IS NULL "
-                "AND f.embedding IS NOT NULL ORDER BY f.created_at, f.rowid", chunk)]
-        return out
+        return [tuple(r) for r in self._rows_in(
+            "SELECT e.source, f.id, f.summary, f.embedding FROM edges e "
+            "JOIN fragments f ON f.id = e.target WHERE e.kind = 'hierarchical' "
+            "AND e.source IN (%s) AND f.superseded_by IS NULL "
+            "AND f.embedding IS NOT NULL ORDER BY f.created_at, f.rowid", parent_ids)]
 
     def merge_topic(self, victim: str, survivor: str, now: float) -> int | None:
         """One transaction: the victim's children move to the survivor, its associative edges
@@ -748,15 +735,9 @@ class Store:
 
     def forget_inputs(self, ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
         """id -> (depth, importance, access_count, decay_rate, last_reinforced, created_at)."""
-        out: dict[str, tuple[Any, ...]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            marks = ",".join("?" * len(chunk))
-            for r in self.conn.execute(
-                    "SELECT id, depth, importance, access_count, decay_rate, last_reinforced, "
-                    f"created_at FROM fragments WHERE id IN ({marks})", chunk):
-                out[r[0]] = tuple(r[1:])
-        return out
+        rows = self._rows_in("SELECT id, depth, importance, access_count, decay_rate, "
+                             "last_reinforced, created_at FROM fragments WHERE id IN (%s)", ids)
+        return {r[0]: tuple(r[1:]) for r in rows}
 
     def forget(self, fid: str, now: float) -> list[str]:
         """True forgetting of one fragment, in one transaction. Its children move to its
