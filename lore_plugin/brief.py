@@ -19,24 +19,25 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
     from .transcript import project_key
 
     topics = []
+    total = here = 0
     project = project_key(cwd) if cwd else None
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
-            topics = memory.topics()
+            topics = memory.topics(limit=TOPICS)
+            total, here = memory.reader.topic_totals(project)
         finally:
             memory.close()
     warnings = problems(settings)
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     if not topics:
         return "\n".join(tail) or None
-    here = sum(1 for t in topics if project and t.fragment.project == project)
-    head = (f"Lore long-term memory: {plural(len(topics), 'topic')}"
+    head = (f"Lore long-term memory: {plural(total, 'topic')}"
             + (f" ({here} from this project)" if here else "") + ". Top topics:")
     tail.insert(0, HOW_TO)
     body: list[str] = []
     budget = LIMIT - len(head) - sum(len(x) + 1 for x in tail) - 1
-    for t in topics[:TOPICS]:
+    for t in topics:
         line = (f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} "
                 f"({plural(t.fragment_count, 'fragment')})")
         if len(line) + 1 > budget:

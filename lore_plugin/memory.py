@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from . import relevance as rel
-from . import timeparse
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .search import Fusion, VectorIndex, fts_expression
@@ -123,6 +122,9 @@ class Memory:
         and relevance and the current project blend in last. `mode` 'vector' or 'keyword'
         ranks by one signal alone, for comparisons."""
         store = self.reader
+        # Imported here: its ~35 regexes cost the SessionStart hook, which only lists topics.
+        from . import timeparse
+
         window = timeparse.parse(text, self.clock(), self.tz) if mode == "hybrid" else None
         words = text if window is None else window.strip(text)
         expr = fts_expression(words) if mode in ("hybrid", "keyword") else None
@@ -304,14 +306,16 @@ class Memory:
                 out.append((other, edge.kind, edge.weight))
         return out
 
-    def topics(self) -> list[TopicSummary]:
+    def topics(self, limit: int | None = None) -> list[TopicSummary]:
+        """Topics, the current project's first, then by relevance; sizes are counted only for
+        the `limit` returned (the SessionStart brief shows a few of hundreds)."""
         store = self.reader
-        ids = store.topic_ids()
-        frags = store.get_many(ids)
-        out = [TopicSummary(frags[i], len(store.descendant_ids(i))) for i in ids if i in frags]
-        out.sort(key=lambda t: (-(t.fragment.project == self.project and self.project is not None),
-                                -t.fragment.relevance_score))
-        return out
+        frags = list(store.get_many(store.topic_ids()).values())
+        frags.sort(key=lambda f: (-(f.project == self.project and self.project is not None),
+                                  -f.relevance_score))
+        frags = frags[:limit]
+        counts = store.descendant_counts([f.id for f in frags])
+        return [TopicSummary(f, counts.get(f.id, 0)) for f in frags]
 
     # -- writes -------------------------------------------------------------------------
     def reinforce(self, ids: list[str]) -> None:

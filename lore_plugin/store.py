@@ -239,6 +239,23 @@ class Store:
         return [r[0] for r in self.conn.execute(
             f"SELECT id FROM fragments WHERE depth = 0 {hide} ORDER BY relevance_score DESC")]
 
+    def descendant_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """Live descendants under each given fragment, in one walk per IN_CHUNK roots."""
+        rows = self._rows_in(
+            "WITH RECURSIVE down(root, id, n) AS (SELECT id, id, 0 FROM fragments "
+            "WHERE id IN (%s) UNION ALL SELECT down.root, e.target, down.n + 1 FROM edges e "
+            "JOIN down ON e.source = down.id JOIN fragments f ON f.id = e.target "
+            "WHERE e.kind = 'hierarchical' AND f.superseded_by IS NULL AND down.n < 16) "
+            "SELECT root, count(*) - 1 FROM down GROUP BY root", ids)
+        return {r[0]: r[1] for r in rows}
+
+    def topic_totals(self, project: str | None) -> tuple[int, int]:
+        """(live topics, live topics from `project`)."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(project IS ?), 0) FROM fragments "
+            "WHERE depth = 0 AND superseded_by IS NULL", (project,)).fetchone()
+        return int(row[0]), int(row[1]) if project else 0
+
     def topic_names(self, limit: int = 200) -> list[str]:
         return [r[0] for r in self.conn.execute(
             "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
