@@ -21,7 +21,7 @@ from pathlib import Path
 from common import ROOT, table, write_json
 
 from lore_plugin.config import Settings
-from lore_plugin.embedding import FastEmbedder
+from lore_plugin.embedding import LocalEmbedder
 from lore_plugin.ingest import Ingestor
 from lore_plugin.llm import FakeLLM
 from lore_plugin.transcript import count_turns_fast, read_delta
@@ -69,7 +69,7 @@ def ingest_speed(tmp: Path, turns: int) -> dict[str, float]:
     writer.exchange(turns)
     settings = Settings(db_path=tmp / "memory.db", home=tmp / "home", batch_bytes=12_000,
                         max_requests_per_hour=1_000_000)
-    embedder = FastEmbedder(Path.home() / ".cache" / "lore-tests" / "models", threads=None)  # as the worker
+    embedder = LocalEmbedder(Path.home() / ".cache" / "lore-tests" / "models", threads=None)  # as the worker
     embedder.embed(["warm up"])
     llm = FakeLLM(default=lambda **call: extraction(call["prompt"]))
     ingestor = Ingestor(settings, llm, embedder)

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from common import ROOT, machine, table, write_json  # noqa: E402
 
-from lore_plugin.embedding import MODEL_NAME, FastEmbedder, to_blob  # noqa: E402
+from lore_plugin.embedding import MODEL_NAME, LocalEmbedder, to_blob  # noqa: E402
 from lore_plugin.memory import Memory, embedding_text  # noqa: E402
 from lore_plugin.schema import SCHEMA_VERSION  # noqa: E402
 from lore_plugin.store import Store  # noqa: E402
@@ -182,7 +182,7 @@ def load_peer(path: Path) -> Corpus:
 class CachedEmbedder:
     """Embeds stored texts once per dataset; vectors persist in a small SQLite file."""
 
-    def __init__(self, model: FastEmbedder, path: Path) -> None:
+    def __init__(self, model: LocalEmbedder, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.model = model
         self.db = sqlite3.connect(path)
@@ -261,7 +261,7 @@ class ModeResult:
     latencies: list[float] = field(default_factory=list)
 
 
-def evaluate(corpus: Corpus, db_path: Path, ids: dict[str, str], model: FastEmbedder,
+def evaluate(corpus: Corpus, db_path: Path, ids: dict[str, str], model: LocalEmbedder,
              modes: Sequence[str], results: dict[str, ModeResult]) -> None:
     memory = Memory(db_path, model, clock=lambda: corpus.now, tz=UTC)  # dates were stored as UTC
     try:
@@ -306,7 +306,7 @@ def _pct(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
-def run_dataset(name: str, corpora: list[Corpus], model: FastEmbedder,
+def run_dataset(name: str, corpora: list[Corpus], model: LocalEmbedder,
                 modes: Sequence[str]) -> dict[str, Any]:
     folder = CACHE / f"recall-{name}"
     embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
@@ -358,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--only", choices=("locomo", "peer"), default=None)
     args = parser.parse_args(argv)
-    model = FastEmbedder(CACHE / "models")
+    model = LocalEmbedder(CACHE / "models")
     if not model.available:
         sys.exit(f"the embedding model is unavailable: {model.failure}")
     results: dict[str, Any] = {}

@@ -46,7 +46,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import anyio
 import numpy as np
 
-from lore_plugin.embedding import FastEmbedder, assemble_from_packages, to_blob
+from lore_plugin.embedding import LocalEmbedder, assemble_from_packages, to_blob
 from lore_plugin.memory import Memory
 from lore_plugin.store import Store
 from lore_plugin.types import NewFragment
@@ -100,11 +100,11 @@ def model_dir() -> Path | None:
     return assemble_from_packages(CACHE / "all-MiniLM-L6-v2")
 
 
-def make_embedder() -> FastEmbedder:
+def make_embedder() -> LocalEmbedder:
     folder = model_dir()
     if folder is not None:
         os.environ["LORE_EMBED_MODEL_DIR"] = str(folder)
-    embedder = FastEmbedder(CACHE / "models")
+    embedder = LocalEmbedder(CACHE / "models")
     if not embedder.available:
         sys.exit(f"the embedding model is needed: {embedder.failure}")
     return embedder
@@ -123,7 +123,7 @@ def unit(v: np.ndarray) -> np.ndarray:
     return (v / np.linalg.norm(v, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def build_db(path: Path, size: int, embedder: FastEmbedder) -> None:
+def build_db(path: Path, size: int, embedder: LocalEmbedder) -> None:
     rng = random.Random(size)
     nprng = np.random.default_rng(size)
     n_topics = max(20, size // 500)
@@ -174,7 +174,7 @@ def build_db(path: Path, size: int, embedder: FastEmbedder) -> None:
     print(f"  built {path.name} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def bench_db(size: int, embedder: FastEmbedder, rebuild: bool) -> Path:
+def bench_db(size: int, embedder: LocalEmbedder, rebuild: bool) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / f"bench-{size}-v{VERSION}.db"
     if rebuild or not path.exists():
@@ -206,7 +206,7 @@ def pct(values: list[float], p: float) -> float:
 
 
 # -- in-process latency -----------------------------------------------------------------
-async def in_process(db: Path, embedder: FastEmbedder, n: int) -> dict[str, float]:
+async def in_process(db: Path, embedder: LocalEmbedder, n: int) -> dict[str, float]:
     from mcp import Client
 
     from lore_plugin.server import Service, build_server

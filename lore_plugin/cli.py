@@ -19,10 +19,10 @@ log = logging.getLogger("lore.cli")
 
 
 def open_memory(settings: Settings, project: str | None = None):  # noqa: ANN201
-    from .embedding import FastEmbedder
+    from .embedding import LocalEmbedder
     from .memory import Memory
 
-    return Memory(settings.db_path, FastEmbedder(settings.home / "models"),
+    return Memory(settings.db_path, LocalEmbedder(settings.home / "models"),
                   project=project or os.getcwd())
 
 

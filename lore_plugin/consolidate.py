@@ -396,9 +396,9 @@ def default_llm(settings: Settings) -> LLM:
 
 
 def default_embedder(settings: Settings) -> Embedder:
-    from .embedding import FastEmbedder
+    from .embedding import LocalEmbedder
 
-    return FastEmbedder(settings.home / "models", threads=None)  # loads the model only if phase 3 needs it
+    return LocalEmbedder(settings.home / "models", threads=None)  # loads the model only if phase 3 needs it
 
 
 def run_if_overdue(settings: Settings, clock: Clock, force: bool = False,

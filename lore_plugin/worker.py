@@ -45,10 +45,10 @@ class Worker:
             from .llm import pick_llm
 
             llm = pick_llm(self.settings)  # first: without an LLM, stop before the heavy imports
-            from .embedding import FastEmbedder
+            from .embedding import LocalEmbedder
             from .ingest import Ingestor
 
-            embedder = FastEmbedder(self.settings.home / "models", threads=None)
+            embedder = LocalEmbedder(self.settings.home / "models", threads=None)
             self._ingestor = Ingestor(self.settings, llm, embedder, self.clock)
         return self._ingestor
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin.embedding import FastEmbedder
+from lore_plugin.embedding import LocalEmbedder
 from lore_plugin.memory import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,8 +33,8 @@ class Clock:
 
 
 @pytest.fixture(scope="session")
-def embedder() -> FastEmbedder:
-    model = FastEmbedder(MODEL_CACHE)
+def embedder() -> LocalEmbedder:
+    model = LocalEmbedder(MODEL_CACHE)
     assert model.available, f"the real embedding model must load: {model.failure}"
     return model
 
@@ -63,7 +63,7 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture()
-def memory(db_path: Path, embedder: FastEmbedder, clock: Clock) -> Memory:
+def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
     mem = Memory(db_path, embedder, clock=clock, project="/work/project-a")
     yield mem
     mem.close()

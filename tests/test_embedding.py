@@ -1,0 +1,73 @@
+"""The local embedder: it runs the model folder with onnxruntime directly and must give the
+vectors fastembed gives for the same folder, without importing fastembed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import MODEL_CACHE, ROOT
+
+from lore_plugin.embedding import MODEL_NAME, LocalEmbedder, find_model_dir
+
+TEXTS = [
+    "hello",
+    "",
+    "   ",
+    "ERR_7731 appears when the retry policy gives up",
+    "naïve café, 東京 and Zürich: unicode in summaries",
+    "The user prefers pytest fixtures over unittest classes. " * 3,
+    "database connection pooling timeout " * 120,  # far beyond the 256-token limit
+]
+
+
+def test_vectors_match_fastembed_for_the_same_model_folder(embedder):
+    from fastembed import TextEmbedding
+
+    folder = find_model_dir(MODEL_CACHE)
+    assert folder is not None
+    reference = TextEmbedding(MODEL_NAME, specific_model_path=str(folder),
+                              cache_dir=str(MODEL_CACHE / "fastembed"), threads=1)
+    expected = np.asarray(list(reference.embed(TEXTS, batch_size=4)))  # mixed-length batches
+    ours = embedder.embed(TEXTS)
+    assert ours.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+    assert float((ours * expected).sum(axis=1).min()) > 0.99999
+
+
+def test_long_texts_are_cut_at_the_model_limit_of_256_tokens(embedder):
+    base = "database connection pooling timeout " * 80  # ~320 tokens already
+    a, b = embedder.embed([base, base + "an entirely different ending about gardening"])
+    assert float(a @ b) > 0.99999
+
+
+def test_meaning_decides_similarity(embedder):
+    query, near, far = embedder.embed(["how do we deploy to production",
+                                       "the release goes out to prod with the deploy script",
+                                       "my cat likes sleeping in the sun"])
+    assert float(query @ near) > float(query @ far) + 0.2
+
+
+def test_a_missing_model_without_downloads_reports_why_and_never_raises_on_load(tmp_path,
+                                                                               monkeypatch):
+    monkeypatch.setenv("LORE_NO_DOWNLOAD", "1")
+    monkeypatch.setenv("LORE_EMBED_MODEL_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setattr("lore_plugin.embedding.assemble_from_packages", lambda target: None)
+    missing = LocalEmbedder(tmp_path)
+    assert missing.available is False
+    assert "LORE_NO_DOWNLOAD" in (missing.failure or "")
+    with pytest.raises(RuntimeError, match="embedding model unavailable"):
+        missing.embed(["anything"])
+
+
+def test_the_local_model_path_never_imports_fastembed(tmp_path):
+    code = ("import sys; from pathlib import Path; from lore_plugin.embedding import LocalEmbedder;"
+            f"e = LocalEmbedder(Path({str(MODEL_CACHE)!r})); assert e.available, e.failure;"
+            "print(e.embed(['x']).shape, 'fastembed' in sys.modules, 'huggingface_hub' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(1,", "384)", "False", "False"]
