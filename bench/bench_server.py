@@ -5,7 +5,8 @@
 Measures, for each database size:
 - spawn → initialize → tools/list, and spawn → first query_memory answered, over real stdio
   (`python -m lore_plugin.server`, the SDK's stdio client, the legacy initialize handshake that
-  Claude Code uses); the median of --runs spawns;
+  Claude Code uses); the median of --runs spawns, each with and without the vector snapshot
+  that an earlier server leaves next to the database;
 - warm `query_memory` latency p50/p95 through the SDK's in-memory client (legacy JSON-RPC
   framing, the same tool functions as over stdio), next to `Memory.query` alone, so the MCP
   overhead is visible;
@@ -50,6 +51,7 @@ from lore_plugin.embedding import LocalEmbedder, assemble_from_packages, to_blob
 from lore_plugin.memory import Memory
 from lore_plugin.store import Store
 from lore_plugin.types import NewFragment
+from lore_plugin.vector_snapshot import snapshot_path
 
 CACHE = ROOT / "bench" / ".cache"
 VERSION = 1
@@ -324,11 +326,25 @@ def rss_mb() -> tuple[float, float]:
 
 
 async def spawns(db: Path, runs: int) -> dict[str, float]:
+    """Spawns alternate between a cold start (no vector snapshot: the first server after a
+    consolidation, or ever) and a start from the snapshot an earlier server wrote."""
     home = Path(tempfile.mkdtemp())
     work = home / "memory.db"
     copy_db(db, work)
-    results = [await spawn_once(work, home) for _ in range(runs)]
-    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+    snapshot = snapshot_path(work)
+    cold, warm = [], []
+    for _ in range(runs):
+        snapshot.unlink(missing_ok=True)
+        cold.append(await spawn_once(work, home))
+        for _ in range(100):  # the cold server writes it beside its first answer
+            if snapshot.exists():
+                break
+            await anyio.sleep(0.05)
+        warm.append(await spawn_once(work, home))
+    out = {key: statistics.median(r[key] for r in warm) for key in warm[0]}
+    out["first_query_cold_s"] = statistics.median(r["first_query_s"] for r in cold)
+    out["tools_list_cold_s"] = statistics.median(r["tools_list_s"] for r in cold)
+    return out
 
 
 # -- main -------------------------------------------------------------------------------
@@ -367,7 +383,8 @@ def main() -> None:
 
 def print_row(row: dict[str, Any]) -> None:
     labels = [("tools_list_s", "spawn → tools/list", "s", 1.0),
-              ("first_query_s", "spawn → first query", "s", 1.5),
+              ("first_query_s", "spawn → first query (vector snapshot)", "s", 1.5),
+              ("first_query_cold_s", "spawn → first query (no snapshot yet)", "s", None),
               ("query_p50_ms", "query_memory p50 (in-process client)", "ms", 20),
               ("query_p95_ms", "query_memory p95 (in-process client)", "ms", 40),
               ("memory_query_p50_ms", "Memory.query p50 (no MCP, reinforcing)", "ms", None),

@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .locks import pid_alive
 from .types import EMBED_DIM
 
 if TYPE_CHECKING:
@@ -83,11 +84,53 @@ def find_model_dir(cache_dir: Path) -> Path | None:
         return None
 
 
+def optimized_model(source: Path, cache_dir: Path) -> Path:
+    """A copy of `source` with onnxruntime's graph optimisations already applied and its
+    weights in a side file, made once per model and onnxruntime version. Loading it takes
+    0.08 s instead of 0.25 s, and onnxruntime maps the side file rather than copying it: the
+    token embedding table (47 MB once the int8 weights are expanded) stays on disk except for
+    the rows in use, and servers share those pages. A session then adds ~62 MB of RSS instead
+    of ~160 MB (with a 215 MB peak while the int8 weights are being expanded)."""
+    import onnxruntime as ort
+
+    stat = source.stat()
+    folder = cache_dir / "optimized" / f"ort{ort.__version__}-{stat.st_size}-{stat.st_mtime_ns}"
+    model = folder / "model.onnx"
+    if model.exists():
+        return model
+    for stale in folder.parent.glob("*.tmp-*"):  # left by a process killed while writing
+        pid = stale.name.rsplit("-", 1)[1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    options = ort.SessionOptions()
+    # Extended, not all: the layout rewrites of the highest level are specific to this CPU, and
+    # the loading session applies them anyway.
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    options.enable_cpu_mem_arena = False
+    options.optimized_model_filepath = str(staging / "model.onnx")
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", "model.onnx.data")
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", "1024")
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    try:
+        staging.rename(folder)  # atomic: a reader sees both files or neither
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # another process won the race
+    if not model.exists():
+        raise RuntimeError(f"could not write the optimised model to {folder}")
+    return model
+
+
 class OnnxSentenceModel:
     """Mean-pooled, normalised vectors from a BERT-style ONNX model folder, as fastembed's
     pooled-normalised models (all-MiniLM-L6-v2 among them) compute them."""
 
-    def __init__(self, folder: Path, threads: int | None) -> None:
+    def __init__(self, folder: Path, threads: int | None, cache_dir: Path | None = None) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -105,7 +148,14 @@ class OnnxSentenceModel:
         if threads:
             options.intra_op_num_threads = options.inter_op_num_threads = threads
         options.enable_cpu_mem_arena = False
-        self.session = ort.InferenceSession(str(folder / "model.onnx"), options,
+        source = folder / "model.onnx"
+        model = source
+        if cache_dir is not None:
+            try:
+                model = optimized_model(source, cache_dir)
+            except Exception as exc:  # a read-only or full cache: the plain model still works
+                log.warning("using the model without its optimised copy: %s", exc)
+        self.session = ort.InferenceSession(str(model), options,
                                             providers=["CPUExecutionProvider"])
         self.inputs = {node.name for node in self.session.get_inputs()}
 
@@ -179,7 +229,7 @@ class LocalEmbedder:
         # (70 MB more RSS for the life of a server) and made no measurable difference to speed.
         model_dir = find_model_dir(self.cache_dir)
         if model_dir is not None:
-            return OnnxSentenceModel(model_dir, self.threads)
+            return OnnxSentenceModel(model_dir, self.threads, self.cache_dir)
         if os.environ.get("LORE_NO_DOWNLOAD"):
             raise RuntimeError("no local model and downloads are disabled (LORE_NO_DOWNLOAD)")
         return _FastembedDownload(self.cache_dir, self.threads)

@@ -80,6 +80,19 @@ class FileLock:
         self.release()
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs; True when that cannot be told safely."""
+    if sys.platform == "win32":  # os.kill(pid, 0) would send CTRL_C_EVENT there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # e.g. someone else's live process
+    return True
+
+
 def transcript_lock(lock_dir: Path, transcript: str) -> FileLock:
     digest = hashlib.sha1(transcript.encode()).hexdigest()[:20]
     return FileLock(lock_dir / f"ingest-{digest}.lock")

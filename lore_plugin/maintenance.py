@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from . import vector_snapshot
 from .config import Settings
 from .errors import InvalidInput
 from .locks import FileLock
@@ -195,6 +196,7 @@ def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> l
             for victim in doomed[1:] + doomed[:1]:
                 store.delete(victim, now)
         store.purge_deleted()
+        vector_snapshot.remove(settings.db_path)  # it still holds the forgotten vectors
         return doomed
     finally:
         store.close()

@@ -19,6 +19,7 @@ from .errors import InvalidInput
 from .search import Fusion, VectorIndex, fts_expression
 from .store import Store
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
+from .vector_snapshot import snapshot_path
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -59,7 +60,7 @@ class Memory:
         self.embedder = embedder
         self.clock = clock
         self.project = project
-        self.index = VectorIndex()
+        self.index = VectorIndex(snapshot_path(self.db_path))
         self._writer: Store | None = None
         self._reader: Store | None = None
         # Keyword search runs on its own connection and thread while the query is embedded

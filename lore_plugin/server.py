@@ -144,6 +144,7 @@ class Service:
         self.lock = threading.Lock()
         self._reinforcer = ThreadPoolExecutor(1, thread_name_prefix="lore-reinforce")
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
+        self._writing_snapshot = threading.Lock()
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
@@ -181,6 +182,10 @@ class Service:
         self._reinforcing.reinforce(ids)  # best effort: it logs and skips on failure
 
     def close(self) -> None:
+        # A snapshot being written is let finish (0.1 s at 100K): a one-question session would
+        # otherwise never leave one, and every next server would read SQLite again.
+        if self._writing_snapshot.acquire(timeout=2):
+            self._writing_snapshot.release()
         self._reinforcer.shutdown(wait=True, cancel_futures=True)
         if self._reinforcing is not None:
             self._reinforcing.close()
@@ -196,6 +201,17 @@ class Service:
                 store.close()
         except Exception:  # the first query loads it instead
             log.exception("loading the vector index failed")
+            return
+        self._save_snapshot()  # now, not after warm-up: a short session may end before that
+
+    def _save_snapshot(self) -> None:
+        with self._writing_snapshot:
+            try:
+                started = time.perf_counter()
+                if self.memory.index.save_snapshot():
+                    log.info("vector snapshot written in %.2f s", time.perf_counter() - started)
+            except Exception as exc:  # only a cache: the next server reads SQLite instead
+                log.warning("could not write the vector snapshot: %s", exc)
 
     def warm_up(self) -> None:
         """Loads the model, embeds what was stored without one, and loads the vector index.

@@ -304,6 +304,12 @@ class Store:
             "SELECT embedding FROM fragments WHERE rowid % ? = 0 AND embedding IS NOT NULL "
             "AND superseded_by IS NULL LIMIT ?", (step, size))]
 
+    def vectors_at(self, rowids: Sequence[int]) -> dict[int, tuple[str, int, bytes]]:
+        """rowid → (id, depth, vector) of those rows that are live and have a vector."""
+        return {r[0]: (r[1], r[2], r[3]) for r in self._rows_in(
+            "SELECT rowid, id, depth, embedding FROM fragments WHERE rowid IN (%s) "
+            "AND embedding IS NOT NULL AND superseded_by IS NULL", rowids)}
+
     def live_embedded_count(self, after_rowid: int, upto_rowid: int) -> int:
         return int(self._one("SELECT count(*) FROM fragments WHERE rowid > ? AND rowid <= ? AND "
                              "embedding IS NOT NULL AND superseded_by IS NULL",

@@ -13,7 +13,9 @@ from tests.conftest import PYTHON, ROOT, python_env
 
 PACKAGE = ROOT / "lore_plugin"
 # Which module may import which outside library.
-OWNERS = {"apsw": {"store.py"}, "anthropic": {"llm.py"}, "mcp": {"server.py"}}
+OWNERS = {"apsw": {"store.py"}, "anthropic": {"llm.py"}, "mcp": {"server.py"},
+          "onnxruntime": {"embedding.py"}, "tokenizers": {"embedding.py"},
+          "fastembed": {"embedding.py"}}
 # The pure core imports nothing from the rest of the package.
 PURE = {"types.py": set(), "errors.py": set(), "relevance.py": set(), "schema.py": set()}
 HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic")

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 from conftest import MODEL_CACHE, ROOT
 
-from lore_plugin.embedding import MODEL_NAME, LocalEmbedder, find_model_dir
+from lore_plugin.embedding import (
+    MODEL_NAME,
+    LocalEmbedder,
+    OnnxSentenceModel,
+    find_model_dir,
+    optimized_model,
+)
 
 TEXTS = [
     "hello",
@@ -71,3 +77,30 @@ def test_the_local_model_path_never_imports_fastembed(tmp_path):
                           cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(1,", "384)", "False", "False"]
+
+
+def test_the_optimised_copy_is_made_once_and_gives_the_same_vectors(tmp_path):
+    folder = find_model_dir(MODEL_CACHE)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = tmp_path / "optimized" / f"half-written.tmp-{gone.pid}"
+    stale.mkdir(parents=True)
+    made = optimized_model(folder / "model.onnx", tmp_path)
+    assert made.exists() and (made.parent / "model.onnx.data").exists()
+    assert not stale.exists()  # its writer is dead
+    stamp = made.stat().st_mtime_ns
+    assert optimized_model(folder / "model.onnx", tmp_path) == made
+    assert made.stat().st_mtime_ns == stamp
+    plain = OnnxSentenceModel(folder, threads=1)  # no cache: the model as shipped
+    fast = OnnxSentenceModel(folder, threads=1, cache_dir=tmp_path)
+    a, b = plain.embed(TEXTS, batch_size=4), fast.embed(TEXTS, batch_size=4)
+    assert np.abs(a - b).max() < 1e-4
+
+
+def test_an_unwritable_cache_falls_back_to_the_model_as_shipped(tmp_path, caplog):
+    folder = find_model_dir(MODEL_CACHE)
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder should be")
+    model = OnnxSentenceModel(folder, threads=1, cache_dir=blocked)
+    assert model.embed(["still works"], batch_size=1).shape == (1, 384)
+    assert "without its optimised copy" in caplog.text

@@ -12,6 +12,7 @@ from lore_plugin.errors import InvalidInput
 from lore_plugin.maintenance import apply_import, doctor, export, forget, plan_import
 from lore_plugin.memory import Memory
 from lore_plugin.store import Store
+from lore_plugin.vector_snapshot import snapshot_path
 from tests.conftest import PYTHON, python_env
 from tests.test_memory import tree
 
@@ -91,8 +92,11 @@ def test_import_rejects_a_file_that_is_not_a_lore_export(settings, tmp_path):
 
 def test_forget_moves_children_up_and_leaves_no_trace_of_the_text(memory, settings, clock):
     ids = tree(memory)
+    snapshot = snapshot_path(settings.db_path)
+    snapshot.write_bytes(b"vectors of every fragment, the forgotten one too")
     gone = forget(settings, ids["vacuum"][:10], cascade=False, now=clock())
     assert gone == [ids["vacuum"]]
+    assert not snapshot.exists()
     assert memory.parent(ids["detail"]).id == ids["pg"]
     memory.close()
     files = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))

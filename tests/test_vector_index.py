@@ -3,11 +3,16 @@ find what an exact scan finds, through appends, depth filters and the crossing i
 
 from __future__ import annotations
 
-import numpy as np
+import os
+import subprocess
 
-from lore_plugin import search
+import numpy as np
+import pytest
+
+from lore_plugin import search, vector_snapshot
 from lore_plugin.store import Store
 from lore_plugin.types import NewFragment
+from lore_plugin.vector_snapshot import snapshot_path
 
 
 def clustered(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -75,3 +80,81 @@ def test_a_full_reload_rebuilds_the_reduced_index_from_the_store(tmp_path, monke
     assert index.reduced is not None and len(index.reduced) == 1499
     best = index.search(vectors[100], 1)[0]
     assert best[0] == f"{100:032x}" and best[1] > 0.99
+
+
+def big_index(tmp_path, monkeypatch, n: int = 1500, seed: int = 3):
+    """A store past a lowered REDUCE_FROM, its vectors, and an index that has saved a snapshot."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000)
+    vectors = clustered(np.random.default_rng(seed), n)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors, 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    assert index.save_snapshot() and index.snapshot.exists()
+    assert not index.save_snapshot()  # nothing new to write
+    return store, vectors, index
+
+
+def test_a_new_index_starts_from_the_snapshot_and_loads_only_the_appended_tail(tmp_path, monkeypatch):
+    store, vectors, first = big_index(tmp_path, monkeypatch)
+    extra = clustered(np.random.default_rng(4), 200)
+    fill(store, extra, 1500)
+    loaded: list[int] = []
+    original = store.embeddings_between
+    monkeypatch.setattr(store, "embeddings_between",
+                        lambda a, b: loaded.append(a) or original(a, b))
+    fresh = search.VectorIndex(first.snapshot)
+    fresh.refresh(store)
+    assert loaded == [first._epoch[1]]  # only rows after the snapshot came from SQLite
+    assert len(fresh.ids) == 1700 and fresh.ids[:1500] == first.ids
+    assert fresh.search(vectors[10], 1)[0][0] == f"{10:032x}"
+    assert fresh.search(extra[5], 1)[0][0] == f"{1505:032x}"
+    assert fresh.save_snapshot() is True  # 200 new rows are past the drift allowance
+
+
+def test_a_snapshot_from_another_epoch_or_database_is_ignored(tmp_path, monkeypatch):
+    store, vectors, first = big_index(tmp_path, monkeypatch)
+    store.supersede(f"{5:032x}", f"{6:032x}", now=2.0)  # bumps the epoch
+    fresh = search.VectorIndex(first.snapshot)
+    fresh.refresh(store)
+    assert fresh._snapshot_rows is None and len(fresh.ids) == 1499
+    assert f"{5:032x}" not in fresh.ids
+
+    # Same epoch and row count, other vectors: a copied-in file from another database.
+    other = tmp_path / "other"
+    other.mkdir()
+    other_store, _, _ = big_index(other, monkeypatch, seed=99)
+    stranger = Store(tmp_path / "stranger.db")
+    fill(stranger, vectors, 0)
+    snapshot_path(tmp_path / "stranger.db").write_bytes(snapshot_path(other / "m.db").read_bytes())
+    index = search.VectorIndex(snapshot_path(tmp_path / "stranger.db"))
+    index.refresh(stranger)
+    assert index._snapshot_rows is None
+    assert index.search(vectors[42], 1)[0][0] == f"{42:032x}"
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "empty"])
+def test_a_damaged_snapshot_is_ignored_with_a_warning(tmp_path, monkeypatch, caplog, damage):
+    store, vectors, first = big_index(tmp_path, monkeypatch)
+    data = first.snapshot.read_bytes()
+    first.snapshot.write_bytes({"truncate": data[: len(data) // 2], "garbage": b"\x93NUMPY" + bytes(500),
+                                "empty": b""}[damage])
+    fresh = search.VectorIndex(first.snapshot)
+    fresh.refresh(store)
+    assert fresh._snapshot_rows is None and len(fresh.ids) == 1500
+    assert "ignoring the vector snapshot" in caplog.text
+    assert fresh.save_snapshot() and vector_snapshot.load(first.snapshot) is not None
+
+
+def test_writing_a_snapshot_leaves_no_temporary_files_and_keeps_it_private(tmp_path, monkeypatch):
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # a writer that died mid-write left its temporary file behind
+    (tmp_path / f"m.db-vectors.tmp-{gone.pid}").write_bytes(b"half a snapshot")
+    (tmp_path / f"m.db-vectors.tmp-{os.getppid()}").write_bytes(b"a live writer's")
+    _, _, index = big_index(tmp_path, monkeypatch)
+    assert not (tmp_path / f"m.db-vectors.tmp-{gone.pid}").exists()
+    (tmp_path / f"m.db-vectors.tmp-{os.getppid()}").unlink()
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+    assert index.snapshot.stat().st_mode & 0o077 == 0
+    vector_snapshot.remove(tmp_path / "m.db")
+    assert not index.snapshot.exists()
