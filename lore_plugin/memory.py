@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
 from typing import Any
@@ -122,6 +122,19 @@ class Memory:
         scores are fused, activation spreads along temporal edges, the named time weighs in,
         and relevance and the current project blend in last. `mode` 'vector' or 'keyword'
         ranks by one signal alone, for comparisons."""
+        found = self._rank_candidates(text, limit, depth, mode, include_superseded)
+        return Recall(self._with_text(found.fragments), found.keyword_only)
+
+    def _with_text(self, scored: list[ScoredFragment]) -> list[ScoredFragment]:
+        """Candidates are ranked without their text (see Store.get_many); the few that are
+        returned get it here."""
+        full = self.reader.get_many([s.fragment.id for s in scored])
+        return [replace(s, fragment=full[s.fragment.id]) for s in scored
+                if s.fragment.id in full]
+
+    def _rank_candidates(self, text: str, limit: int, depth: int | None, mode: str,
+                         include_superseded: bool) -> Recall:
+        """search() with fragments that lack their text."""
         store = self.reader
         # Imported here: its ~35 regexes cost the SessionStart hook, which only lists topics.
         from . import timeparse
@@ -142,7 +155,8 @@ class Memory:
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
         kw: dict[str, float] = keyword.result() if keyword else {}
-        frags = _eligible(store.get_many(list({**cos, **kw, **timed})), depth, include_superseded)
+        frags = _eligible(store.get_many(list({**cos, **kw, **timed}), with_text=False), depth,
+                          include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
@@ -169,7 +183,8 @@ class Memory:
                 lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
         new = [i for i in lent if i not in match.frags]
         if new:
-            match.frags.update(_eligible(store.get_many(new), depth, include_superseded))
+            match.frags.update(_eligible(store.get_many(new, with_text=False), depth,
+                                         include_superseded))
             if qvec is not None:
                 match.cos.update(self.index.similarities(qvec, new))
         for fid, amount in lent.items():
@@ -199,7 +214,7 @@ class Memory:
         _check_text(topic, "topic")
         _check_range(depth, "depth", 0, MAX_DEPTH)
         _check_range(limit, "limit", 1, MAX_LIMIT)
-        hits = self.search(topic, CANDIDATES, include_superseded=include_superseded)
+        hits = self._rank_candidates(topic, CANDIDATES, None, "hybrid", include_superseded)
         store = self.reader
         known = {h.fragment.id: h.fragment for h in hits.fragments}
         lifted = self._ancestors_at(store, known, depth)
@@ -227,12 +242,12 @@ class Memory:
         if not branch:
             return Recall([], hits.keyword_only)
         frags = {i: known[i] for i in branch if i in known}
-        frags.update(store.get_many([i for i in branch if i not in known]))
+        frags.update(store.get_many([i for i in branch if i not in known], with_text=False))
         ranked = [ScoredFragment(frags[i], s, sims.get(i, 0.0)) for i, s in branch.items()
                   if i in frags and frags[i].depth == depth
                   and (include_superseded or not frags[i].superseded_by)]
         ranked.sort(key=lambda s: s.score, reverse=True)
-        ranked = ranked[:limit]
+        ranked = self._with_text(ranked[:limit])
         if reinforce:
             self.reinforce([s.fragment.id for s in ranked])
         return Recall(ranked, hits.keyword_only)
@@ -247,7 +262,8 @@ class Memory:
         for level in range(2, max((known[f].depth - depth for f in at), default=0) + 1):
             climbing = {f: p for f, p in at.items() if p and known[f].depth - depth >= level}
             missing = list({p for p in climbing.values() if p not in parent})
-            parent.update({i: f.parent_id for i, f in store.get_many(missing).items()})
+            parent.update({i: f.parent_id
+                           for i, f in store.get_many(missing, with_text=False).items()})
             for f, p in climbing.items():
                 at[f] = parent.get(p)
         return at

@@ -33,6 +33,8 @@ FRAGMENT_COLUMNS = (
     "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
     "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata"
 )
+_FRAGMENT_NUMBERS = FRAGMENT_COLUMNS.replace("content, summary", "'', ''").replace(
+    "metadata", "NULL")
 _ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{8,64}$")
 BusyError = apsw.BusyError  # re-exported so callers can retry without importing apsw
 
@@ -43,7 +45,7 @@ class StoreError(LoreError):
 
 def _row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
     from .types import Fragment
-    meta = json.loads(row[14]) if row[14] else {}
+    meta = json.loads(row[14]) if row[14] and row[14] != "{}" else {}
     return Fragment(
         id=row[0], content=row[1], summary=row[2], depth=row[3], created_at=row[4],
         last_accessed=row[5], access_count=row[6], importance=row[7], decay_rate=row[8],
@@ -177,9 +179,14 @@ class Store:
             raise NotFound(f"no fragment with id {fid}; use query_memory or list_topics to find ids")
         return _row_to_fragment(row, self.parent_id(fid))
 
-    def get_many(self, ids: Sequence[str]) -> dict[str, Fragment]:
+    def get_many(self, ids: Sequence[str], with_text: bool = True) -> dict[str, Fragment]:
+        """The fragments with these ids, with their parents. `with_text=False` leaves content,
+        summary and metadata empty: ranking a query's few hundred candidates needs only the
+        numbers, and skipping the text halves the cost (memory.py fetches the text of the
+        winners)."""
+        columns = FRAGMENT_COLUMNS if with_text else _FRAGMENT_NUMBERS
         rows = self._rows_in(
-            f"SELECT {FRAGMENT_COLUMNS}, (SELECT source FROM edges WHERE target = f.id AND "
+            f"SELECT {columns}, (SELECT source FROM edges WHERE target = f.id AND "
             "kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN (%s)", ids)
         return {row[0]: _row_to_fragment(row, row[15]) for row in rows}
 

@@ -288,3 +288,15 @@ def test_deleting_a_fragment_reparents_its_children_and_leaves_no_trace(memory, 
     assert store.keyword_search('"autovacuum"', 10) == []
     assert store.fts_consistent()
     assert store.integrity_check() == ["ok"]
+
+
+def test_results_carry_their_full_text_although_candidates_are_ranked_without_it(memory):
+    ids = tree(memory)
+    memory.writer.set_metadata(ids["pool"], {"source": "incident 42"})
+    for recall in (memory.query("ERR_7731 pool", depth=2), memory.search("ERR_7731 pool", limit=3)):
+        best = recall.fragments[0].fragment
+        assert best.id == ids["pool"]
+        assert best.summary == "ERR_7731 means the pool is exhausted"
+        assert best.content.startswith("Connection pool exhaustion")
+        assert best.metadata == {"source": "incident 42"} and best.parent_id == ids["pg"]
+        assert all(s.fragment.content and s.fragment.summary for s in recall.fragments)
