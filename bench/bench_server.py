@@ -271,8 +271,21 @@ def copy_db(src: Path, dst: Path) -> None:
 
 
 # -- stdio spawns -----------------------------------------------------------------------
-def server_env(db: Path, home: Path) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), LORE_DB_PATH=str(db), LORE_HOME=str(home),
+SERVER_HOME = CACHE / "server-home"  # logs, and the model's optimised copy made once
+
+
+def prepare_model() -> None:
+    """What installing the plugin does (`lore prepare`): no measured server pays for it."""
+    folder = model_dir()
+    if folder is not None:
+        os.environ["LORE_EMBED_MODEL_DIR"] = str(folder)
+    embedder = LocalEmbedder(SERVER_HOME / "models")
+    if not embedder.available:
+        sys.exit(f"the embedding model is needed: {embedder.failure}")
+
+
+def server_env(db: Path) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LORE_DB_PATH=str(db), LORE_HOME=str(SERVER_HOME),
                LORE_NO_DOWNLOAD="1")
     # A real install keeps .pyc files; this workplace's PYTHONDONTWRITEBYTECODE would make every
     # spawn recompile the package.
@@ -288,7 +301,7 @@ async def spawn_once(db: Path, home: Path, rss: bool = False) -> dict[str, float
     from mcp.client.stdio import StdioServerParameters
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "lore_plugin.server"],
-                                   env=server_env(db, home), cwd=str(home))
+                                   env=server_env(db), cwd=str(home))
     started = time.perf_counter()
     async with Client(params, mode="legacy", read_timeout_seconds=120) as client:
         initialized = time.perf_counter()
@@ -359,6 +372,7 @@ def main() -> None:
     args = parser.parse_args()
 
     embedder = make_embedder()
+    prepare_model()
     rows: list[dict[str, Any]] = []
     for size in args.sizes:
         db = bench_db(size, embedder, args.rebuild)

@@ -1,5 +1,5 @@
-"""`lore ingest`, `doctor`, `export`, `import` and `forget`: the commands a user needs when
-something looks wrong, or to move and prune their memory."""
+"""`lore ingest`, `doctor`, `export`, `import`, `forget` and `prepare`: the commands a user
+needs when something looks wrong, or to move and prune their memory."""
 
 from __future__ import annotations
 
@@ -122,6 +122,18 @@ def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_prepare(args: argparse.Namespace, settings: Settings) -> int:
+    from .embedding import LocalEmbedder
+
+    embedder = LocalEmbedder(settings.home / "models")
+    if not embedder.available:
+        print(f"lore: no embedding model ({embedder.failure}); keyword search still works",
+              file=sys.stderr)
+        return 1
+    print(f"the embedding model is ready in {settings.home / 'models'}")
+    return 0
+
+
 def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handler]) -> None:
     p = sub.add_parser("ingest", help="backfill transcripts (default ~/.claude/projects)")
     p.add_argument("paths", nargs="*", type=Path)
@@ -136,5 +148,6 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p = sub.add_parser("forget", help="delete a fragment (children move up unless --cascade)")
     p.add_argument("id")
     p.add_argument("--cascade", action="store_true")
+    sub.add_parser("prepare", help="build the local embedding model now (installing does it)")
     commands.update(ingest=cmd_ingest, doctor=cmd_doctor, export=cmd_export,
-                    forget=cmd_forget, **{"import": cmd_import})
+                    forget=cmd_forget, prepare=cmd_prepare, **{"import": cmd_import})

@@ -430,9 +430,24 @@ def run_if_overdue(settings: Settings, clock: Clock, force: bool = False,
         finally:
             store.close()
         log.info("consolidation done in %.2fs: %s", report["duration_s"], summary_line(report))
+        _refresh_vector_snapshot(settings)
         return report
     finally:
         lock.release()
+
+
+def _refresh_vector_snapshot(settings: Settings) -> None:
+    """Consolidation changes vectors (merges, supersessions, forgetting), which invalidates
+    the servers' snapshot; rewriting it here, in the background, spares the next server the
+    slow load."""
+    from .search import refresh_snapshot
+
+    try:
+        started = time.perf_counter()
+        if refresh_snapshot(settings.db_path):
+            log.info("vector snapshot rewritten in %.2fs", time.perf_counter() - started)
+    except Exception as exc:  # only a cache
+        log.warning("could not rewrite the vector snapshot: %s", exc)
 
 
 # -- reading a report -------------------------------------------------------------------------

@@ -251,6 +251,21 @@ class VectorIndex:
                 self._dates = (epoch, dates)
 
 
+def refresh_snapshot(db_path: Path) -> bool:
+    """Brings the database's vector snapshot up to date, e.g. after consolidation changed the
+    vectors, so that the next server starts from it rather than from SQLite. Returns whether
+    it wrote one (small memories have none: they load fast enough without)."""
+    store = Store(db_path, readonly=True)
+    try:
+        if store.live_embedded_count(0, store.vector_epoch()[1]) < REDUCE_FROM:
+            return False
+        index = VectorIndex(vector_snapshot.snapshot_path(db_path))
+        index.refresh(store)
+    finally:
+        store.close()
+    return index.save_snapshot()
+
+
 def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.ndarray | None
                ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Streams live vectors in chunks into preallocated arrays (a list of 100K blobs joined

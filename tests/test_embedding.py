@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import MODEL_CACHE, ROOT
+from conftest import MODEL_CACHE, ROOT, python_env
 
 from lore_plugin.embedding import (
     MODEL_NAME,
@@ -104,3 +104,14 @@ def test_an_unwritable_cache_falls_back_to_the_model_as_shipped(tmp_path, caplog
     model = OnnxSentenceModel(folder, threads=1, cache_dir=blocked)
     assert model.embed(["still works"], batch_size=1).shape == (1, 384)
     assert "without its optimised copy" in caplog.text
+
+
+def test_lore_prepare_builds_the_model_and_its_optimised_copy(tmp_path):
+    env = python_env(LORE_HOME=str(tmp_path), LORE_NO_DOWNLOAD="1")
+    env.pop("LORE_EMBED_MODEL_DIR", None)  # assembled from the installed packages
+    done = subprocess.run([sys.executable, "-m", "lore_plugin.cli", "prepare"], capture_output=True,
+                          text=True, timeout=180, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "the embedding model is ready" in done.stdout
+    assert (tmp_path / "models" / "all-MiniLM-L6-v2" / "model.onnx").exists()
+    assert len(list((tmp_path / "models" / "optimized").glob("*/model.onnx.data"))) == 1

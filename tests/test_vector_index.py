@@ -158,3 +158,18 @@ def test_writing_a_snapshot_leaves_no_temporary_files_and_keeps_it_private(tmp_p
     assert index.snapshot.stat().st_mode & 0o077 == 0
     vector_snapshot.remove(tmp_path / "m.db")
     assert not index.snapshot.exists()
+
+
+def test_consolidation_style_refresh_rewrites_the_snapshot_only_when_vectors_changed(tmp_path,
+                                                                                    monkeypatch):
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000)
+    store = Store(tmp_path / "m.db")
+    fill(store, clustered(np.random.default_rng(5), 800), 0)
+    assert search.refresh_snapshot(tmp_path / "m.db") is False  # small: no snapshot at all
+    fill(store, clustered(np.random.default_rng(6), 700), 800)
+    assert search.refresh_snapshot(tmp_path / "m.db") is True
+    assert search.refresh_snapshot(tmp_path / "m.db") is False  # already current
+    store.supersede(f"{5:032x}", f"{6:032x}", now=2.0)
+    assert search.refresh_snapshot(tmp_path / "m.db") is True
+    snap = vector_snapshot.load(snapshot_path(tmp_path / "m.db"))
+    assert (snap.epoch, snap.max_rowid) == store.vector_epoch() and len(snap.ids) == 1499
