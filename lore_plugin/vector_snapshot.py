@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
-FORMAT = 1
+FORMAT = 2
 STALE_TEMP_AGE = 3600.0  # a temporary file this old was left by a killed writer
 
 
@@ -36,7 +36,8 @@ class Snapshot:
     ids: list[str]
     rowids: np.ndarray
     depths: np.ndarray
-    matrix: np.ndarray  # float16 full vectors
+    matrix: np.ndarray  # int8 full vectors
+    scales: np.ndarray  # float32, one per row: vector = matrix[i] * scales[i]
     basis: np.ndarray
     reduced: np.ndarray
 
@@ -59,7 +60,8 @@ def save(path: Path, snap: Snapshot) -> None:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as private as the db
         with os.fdopen(fd, "wb") as out:
             for array in (np.frombuffer(header, dtype=np.uint8), np.array(snap.ids, dtype="S"),
-                          snap.rowids, snap.depths, snap.matrix, snap.basis, snap.reduced):
+                          snap.rowids, snap.depths, snap.matrix, snap.scales, snap.basis,
+                          snap.reduced):
                 np.save(out, array, allow_pickle=False)
         os.replace(temp, path)
     finally:
@@ -75,10 +77,10 @@ def load(path: Path) -> Snapshot | None:
             header = json.loads(np.load(src, allow_pickle=False).tobytes())
             if header.get("format") != FORMAT:
                 return None
-            ids, rowids, depths, matrix, basis, reduced = (
-                np.load(src, allow_pickle=False) for _ in range(6))
+            ids, rowids, depths, matrix, scales, basis, reduced = (
+                np.load(src, allow_pickle=False) for _ in range(7))
         snap = Snapshot(str(header["epoch"]), int(header["max_rowid"]), ids.astype(str).tolist(),
-                        rowids, depths, matrix, basis, reduced)
+                        rowids, depths, matrix, scales, basis, reduced)
     except FileNotFoundError:
         return None
     except Exception as exc:  # a damaged cache is rebuilt, never fatal
@@ -86,7 +88,8 @@ def load(path: Path) -> Snapshot | None:
         return None
     rows = len(snap.ids)
     shapes_agree = (int(header.get("rows", -1)) == rows == len(snap.rowids) == len(snap.depths)
-                    == len(snap.matrix) == len(snap.reduced) and snap.matrix.ndim == 2
+                    == len(snap.matrix) == len(snap.scales) == len(snap.reduced)
+                    and snap.matrix.ndim == 2
                     and snap.basis.shape == (snap.matrix.shape[1], snap.reduced.shape[1]))
     if not shapes_agree:
         log.warning("ignoring the vector snapshot %s: its arrays disagree in shape", path)

@@ -48,7 +48,7 @@ def test_the_reduced_pass_finds_the_exact_top_results_across_the_threshold(tmp_p
     assert index.basis is None and index.matrix.dtype == np.float32  # small: exact scan
     fill(store, vectors[2500:], 2500)
     index.refresh(store)  # an append that crosses the threshold
-    assert index.basis is not None and index.matrix.dtype == np.float16
+    assert index.basis is not None and index.matrix.dtype == np.int8
     assert len(index.ids) == 5000 and index.reduced.shape == (5000, search.REDUCED_DIMS)
     depths = np.arange(5000) % 3
     found = total = 0
