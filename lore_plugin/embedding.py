@@ -15,6 +15,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -30,6 +31,7 @@ MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json", "config.
                "special_tokens_map.json")
 MAX_TOKENS = 256  # the real model's limit; the packaged tokenizer config says 512
 BATCH = 32  # design §9: batch 256 is slower and doubles memory
+RETRY_AFTER = 60.0  # seconds before a model that failed to load is tried again
 
 
 class Embedder(Protocol):
@@ -202,6 +204,7 @@ class LocalEmbedder:
         self.threads = threads
         self._model: OnnxSentenceModel | _FastembedDownload | None = None
         self._failed: str | None = None
+        self._retry_at = 0.0
         self._lock = threading.Lock()
 
     @property
@@ -213,14 +216,19 @@ class LocalEmbedder:
         return self._failed
 
     def _load(self) -> OnnxSentenceModel | _FastembedDownload | None:
-        if self._model is not None or self._failed is not None:
+        if self._model is not None or (self._failed is not None
+                                       and time.monotonic() < self._retry_at):
             return self._model
         with self._lock:
-            if self._model is None and self._failed is None:
+            if self._model is None and (self._failed is None or time.monotonic() >= self._retry_at):
                 try:
                     self._model = self._create()
+                    self._failed = None
                 except Exception as exc:  # any failure means "no model", never a crash
                     self._failed = f"{type(exc).__name__}: {exc}"
+                    # Tried again a little later: a long-lived server should not stay on
+                    # keywords for good because of a passing failure (a full disk, say).
+                    self._retry_at = time.monotonic() + RETRY_AFTER
                     log.warning("embedding model unavailable, keyword search only: %s", exc)
         return self._model
 

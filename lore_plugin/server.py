@@ -219,7 +219,8 @@ class Service:
         marks = [time.perf_counter()]
         try:
             # numpy first, on one thread: onnxruntime and the index both import it, and two
-            # threads importing it at once can see it half-initialised and fail.
+            # threads importing it at once can see it half-initialised and fail (main() has
+            # imported it already; this covers in-process users such as the benchmarks).
             import numpy  # noqa: F401
 
             # The vector index loads from its own connection while the model loads here:
@@ -443,6 +444,10 @@ def main() -> None:
     # BLAS threads compete with Claude Code and the other sessions' servers for two cores.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # numpy now, before any thread starts (0.08 s): the warm-up threads and the first tool call
+    # would otherwise import it at once, and a half-initialised numpy fails to import.
+    import numpy  # noqa: F401
+
     from .config import load_settings
     from .embedding import LocalEmbedder
     from .logs import setup_logging

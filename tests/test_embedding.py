@@ -115,3 +115,25 @@ def test_lore_prepare_builds_the_model_and_its_optimised_copy(tmp_path):
     assert "the embedding model is ready" in done.stdout
     assert (tmp_path / "models" / "all-MiniLM-L6-v2" / "model.onnx").exists()
     assert len(list((tmp_path / "models" / "optimized").glob("*/model.onnx.data"))) == 1
+
+
+def test_a_passing_load_failure_is_retried_later_instead_of_disabling_vectors_for_good(
+        monkeypatch):
+    import lore_plugin.embedding as embedding
+
+    embedder = LocalEmbedder(MODEL_CACHE)
+    real_create, attempts = embedder._create, []
+
+    def flaky():
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError("No space left on device")
+        return real_create()
+
+    monkeypatch.setattr(embedder, "_create", flaky)
+    assert embedder.available is False and "No space left" in embedder.failure
+    assert embedder.available is False and len(attempts) == 1  # not hammered at once
+    monkeypatch.setattr(embedding, "RETRY_AFTER", 0.0)
+    embedder._retry_at = 0.0
+    assert embedder.available is True and embedder.failure is None
+    assert embedder.embed(["back"]).shape == (1, 384)
