@@ -75,12 +75,13 @@ class VectorIndex:
         self._snapshot_rows: int | None = None  # rows the snapshot on disk covers, if known
         self._lock = threading.Lock()
         self._epoch: tuple[str, int] | None = None
-        self.ids: list[str] = []
+        # Ids as one bytes array: 100K Python strings and a dict over them took ~17 MB.
+        self.ids: np.ndarray = _id_array([])
         self.rowids: np.ndarray | None = None
         self.depths: np.ndarray | None = None
         self.matrix: np.ndarray | None = None
         self.scales: np.ndarray | None = None  # per-row scales when `matrix` is int8
-        self._rows: dict[str, int] | None = None  # id → row, built on first use
+        self._by_id: tuple[np.ndarray, np.ndarray] | None = None  # (sorted ids, their rows)
         # Large indexes also keep a PCA-reduced copy: a first pass over it picks candidates
         # that the full vectors, kept in int8 with a scale per row, then re-rank (see
         # search_many). int8 takes a quarter of float32's memory (38 MB at 100K) and moves a
@@ -121,7 +122,7 @@ class VectorIndex:
                     self.reduced = old @ basis
                     self.matrix, self.scales = _quantize(old)
                     self.basis = basis
-                self.ids = self.ids + ids
+                self.ids = np.concatenate([self.ids, ids])
                 self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
                 self.matrix = np.vstack([self.matrix, mat])
@@ -130,7 +131,7 @@ class VectorIndex:
                 if red is not None and self.reduced is not None:
                     self.reduced = np.vstack([self.reduced, red])
             if full or rows:
-                self._rows = None
+                self._by_id = None
             if full:
                 self._snapshot_rows = None
             self._epoch = (epoch, max_rowid)
@@ -151,7 +152,7 @@ class VectorIndex:
         live = store.vectors_at([int(snap.rowids[i]) for i in picks])
         for i in picks:
             row = live.get(int(snap.rowids[i]))
-            if row is None or row[0] != snap.ids[i] or row[1] != int(snap.depths[i]):
+            if row is None or row[0].encode() != snap.ids[i] or row[1] != int(snap.depths[i]):
                 return
             vector = np.frombuffer(row[2], dtype="<f4")
             kept = snap.matrix[i].astype(np.float32) * snap.scales[i]
@@ -160,7 +161,7 @@ class VectorIndex:
         self.ids, self.rowids, self.depths, self.matrix = (snap.ids, snap.rowids, snap.depths,
                                                            snap.matrix)
         self.scales, self.basis, self.reduced = snap.scales, snap.basis, snap.reduced
-        self._rows, self._dates = None, None
+        self._by_id, self._dates = None, None
         self._epoch = (epoch, snap.max_rowid)
         self._snapshot_rows = len(snap.ids)
 
@@ -223,20 +224,28 @@ class VectorIndex:
             top = top[np.isfinite(picked[top])]
             sims = picked[top] if exact else _full_vectors(matrix, scales, top) @ query
             order = np.argsort(-sims)[:k]
-            out.append([(ids[top[i]], float(sims[i])) for i in order])
+            out.append([(ids[top[i]].decode(), float(sims[i])) for i in order])
         return out
 
     def similarities(self, query: np.ndarray, wanted: Iterable[str]) -> dict[str, float]:
         """Exact cosine for given fragments (those without a vector are left out)."""
+        import numpy as np
+
         with self._lock:
-            if self._rows is None:
-                self._rows = {fid: row for row, fid in enumerate(self.ids)}
-            rows, matrix, scales = self._rows, self.matrix, self.scales
-        found = [(fid, rows[fid]) for fid in wanted if fid in rows]
-        if not found or matrix is None:
+            if self._by_id is None:
+                order = np.argsort(self.ids, kind="stable")
+                self._by_id = (self.ids[order], order)
+            (ordered, order), matrix, scales = self._by_id, self.matrix, self.scales
+        asked = list(wanted)
+        if not asked or matrix is None or not len(ordered):
             return {}
-        sims = _full_vectors(matrix, scales, [row for _, row in found]) @ query
-        return {fid: float(sim) for (fid, _), sim in zip(found, sims)}
+        keys = _id_array(asked)
+        at = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+        hit = ordered[at] == keys
+        if not hit.any():
+            return {}
+        sims = _full_vectors(matrix, scales, order[at[hit]]) @ query
+        return {fid: float(sim) for fid, sim in zip(np.array(asked)[hit].tolist(), sims)}
 
     def load_dates(self, store: Store) -> None:
         """Creation times aligned with the rows, for time-window search. Loaded on the first
@@ -248,10 +257,10 @@ class VectorIndex:
         if epoch is None or rowids is None or (known and known[0] == epoch):
             return
         if known and known[0][0] == epoch[0] and len(rowids) - len(known[1]) <= 2000:
-            tail = store.get_many(ids[len(known[1]):])
+            new = [i.decode() for i in ids[len(known[1]):]]
+            tail = store.get_many(new, with_text=False)
             dates = np.concatenate([known[1], np.fromiter(
-                (tail[i].created_at if i in tail else np.nan for i in ids[len(known[1]):]),
-                dtype=np.float64)])
+                (tail[i].created_at if i in tail else np.nan for i in new), dtype=np.float64)])
         else:
             created = {row[0]: row[5] for row in store.relevance_table()}
             dates = np.fromiter((created.get(int(r), np.nan) for r in rowids),
@@ -277,7 +286,7 @@ def refresh_snapshot(db_path: Path) -> bool:
 
 
 def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.ndarray | None
-               ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray | None,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray | None,
                           np.ndarray | None]:
     """Streams live vectors in chunks into preallocated arrays (a list of 100K blobs joined
     at once left ~300 MB of RSS behind). With a basis, full vectors are kept in int8 with
@@ -304,8 +313,15 @@ def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.nda
         if red is not None:
             red[done:end] = vectors @ basis
         done = end
-    return (ids, rowids[:done], depths[:done], mat[:done],
+    return (_id_array(ids), rowids[:done], depths[:done], mat[:done],
             None if scales is None else scales[:done], None if red is None else red[:done])
+
+
+def _id_array(ids: list[str]) -> np.ndarray:
+    """Fixed-width UTF-8 bytes, as wide as the longest id (32 for Lore's own)."""
+    import numpy as np
+
+    return np.array([i.encode() for i in ids], dtype="S")
 
 
 def _quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -33,7 +33,7 @@ STALE_TEMP_AGE = 3600.0  # a temporary file this old was left by a killed writer
 class Snapshot:
     epoch: str
     max_rowid: int
-    ids: list[str]
+    ids: np.ndarray  # bytes
     rowids: np.ndarray
     depths: np.ndarray
     matrix: np.ndarray  # int8 full vectors
@@ -59,7 +59,7 @@ def save(path: Path, snap: Snapshot) -> None:
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as private as the db
         with os.fdopen(fd, "wb") as out:
-            for array in (np.frombuffer(header, dtype=np.uint8), np.array(snap.ids, dtype="S"),
+            for array in (np.frombuffer(header, dtype=np.uint8), snap.ids,
                           snap.rowids, snap.depths, snap.matrix, snap.scales, snap.basis,
                           snap.reduced):
                 np.save(out, array, allow_pickle=False)
@@ -79,8 +79,8 @@ def load(path: Path) -> Snapshot | None:
                 return None
             ids, rowids, depths, matrix, scales, basis, reduced = (
                 np.load(src, allow_pickle=False) for _ in range(7))
-        snap = Snapshot(str(header["epoch"]), int(header["max_rowid"]), ids.astype(str).tolist(),
-                        rowids, depths, matrix, scales, basis, reduced)
+        snap = Snapshot(str(header["epoch"]), int(header["max_rowid"]), ids, rowids, depths,
+                        matrix, scales, basis, reduced)
     except FileNotFoundError:
         return None
     except Exception as exc:  # a damaged cache is rebuilt, never fatal

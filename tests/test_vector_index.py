@@ -64,6 +64,8 @@ def test_the_reduced_pass_finds_the_exact_top_results_across_the_threshold(tmp_p
     sims = index.similarities(query, [f"{42:032x}", f"{7:032x}"])
     assert abs(sims[f"{42:032x}"] - 1.0) < 1e-2
     assert abs(sims[f"{7:032x}"] - float(vectors[7] @ query)) < 1e-2
+    assert index.similarities(query, ["not-an-id", "ünïcode", f"{9999:032x}"]) == {}
+    assert set(index.similarities(query, ["zzz", f"{3:032x}"])) == {f"{3:032x}"}
 
 
 def test_a_full_reload_rebuilds_the_reduced_index_from_the_store(tmp_path, monkeypatch):
@@ -76,7 +78,7 @@ def test_a_full_reload_rebuilds_the_reduced_index_from_the_store(tmp_path, monke
     index.refresh(store)
     store.supersede(f"{5:032x}", f"{6:032x}", now=2.0)  # bumps the epoch: a full reload
     index.refresh(store)
-    assert len(index.ids) == 1499 and f"{5:032x}" not in index.ids
+    assert len(index.ids) == 1499 and f"{5:032x}".encode() not in index.ids
     assert index.reduced is not None and len(index.reduced) == 1499
     best = index.search(vectors[100], 1)[0]
     assert best[0] == f"{100:032x}" and best[1] > 0.99
@@ -106,7 +108,7 @@ def test_a_new_index_starts_from_the_snapshot_and_loads_only_the_appended_tail(t
     fresh = search.VectorIndex(first.snapshot)
     fresh.refresh(store)
     assert loaded == [first._epoch[1]]  # only rows after the snapshot came from SQLite
-    assert len(fresh.ids) == 1700 and fresh.ids[:1500] == first.ids
+    assert len(fresh.ids) == 1700 and list(fresh.ids[:1500]) == list(first.ids)
     assert fresh.search(vectors[10], 1)[0][0] == f"{10:032x}"
     assert fresh.search(extra[5], 1)[0][0] == f"{1505:032x}"
     assert fresh.save_snapshot() is True  # 200 new rows are past the drift allowance
@@ -118,7 +120,7 @@ def test_a_snapshot_from_another_epoch_or_database_is_ignored(tmp_path, monkeypa
     fresh = search.VectorIndex(first.snapshot)
     fresh.refresh(store)
     assert fresh._snapshot_rows is None and len(fresh.ids) == 1499
-    assert f"{5:032x}" not in fresh.ids
+    assert f"{5:032x}".encode() not in fresh.ids
 
     # Same epoch and row count, other vectors: a copied-in file from another database.
     other = tmp_path / "other"
