@@ -103,11 +103,11 @@ def model_dir() -> Path | None:
     return assemble_from_packages(CACHE / "all-MiniLM-L6-v2")
 
 
-def make_embedder() -> LocalEmbedder:
+def make_embedder(models: Path = CACHE / "models") -> LocalEmbedder:
     folder = model_dir()
     if folder is not None:
         os.environ["LORE_EMBED_MODEL_DIR"] = str(folder)
-    embedder = LocalEmbedder(CACHE / "models")
+    embedder = LocalEmbedder(models)
     if not embedder.available:
         sys.exit(f"the embedding model is needed: {embedder.failure}")
     return embedder
@@ -275,16 +275,6 @@ def copy_db(src: Path, dst: Path) -> None:
 SERVER_HOME = CACHE / "server-home"  # logs, and the model's optimised copy made once
 
 
-def prepare_model() -> None:
-    """What installing the plugin does (`lore prepare`): no measured server pays for it."""
-    folder = model_dir()
-    if folder is not None:
-        os.environ["LORE_EMBED_MODEL_DIR"] = str(folder)
-    embedder = LocalEmbedder(SERVER_HOME / "models")
-    if not embedder.available:
-        sys.exit(f"the embedding model is needed: {embedder.failure}")
-
-
 def server_env(db: Path) -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), LORE_DB_PATH=str(db), LORE_HOME=str(SERVER_HOME),
                LORE_NO_DOWNLOAD="1")
@@ -373,7 +363,8 @@ def main() -> None:
     args = parser.parse_args()
 
     embedder = make_embedder()
-    prepare_model()
+    make_embedder(SERVER_HOME / "models")  # as `lore prepare` does on install: no measured
+    # server pays for the model's optimised copy
     rows: list[dict[str, Any]] = []
     for size in args.sizes:
         db = bench_db(size, embedder, args.rebuild)
