@@ -125,6 +125,9 @@ def optimized_model(source: Path, cache_dir: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)  # another process won the race
     if not model.exists():
         raise RuntimeError(f"could not write the optimised model to {folder}")
+    for old in folder.parent.iterdir():  # copies for another onnxruntime: 90 MB each
+        if not old.name.startswith(f"ort{ort.__version__}-") and ".tmp-" not in old.name:
+            shutil.rmtree(old, ignore_errors=True)  # a server still mapping one keeps its pages
     return model
 
 

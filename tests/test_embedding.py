@@ -85,9 +85,12 @@ def test_the_optimised_copy_is_made_once_and_gives_the_same_vectors(tmp_path):
     gone.wait()
     stale = tmp_path / "optimized" / f"half-written.tmp-{gone.pid}"
     stale.mkdir(parents=True)
+    older = tmp_path / "optimized" / "ort1.0.0-123-456"  # for an onnxruntime since upgraded
+    older.mkdir()
     made = optimized_model(folder / "model.onnx", tmp_path)
     assert made.exists() and (made.parent / "model.onnx.data").exists()
     assert not stale.exists()  # its writer is dead
+    assert not older.exists()
     stamp = made.stat().st_mtime_ns
     assert optimized_model(folder / "model.onnx", tmp_path) == made
     assert made.stat().st_mtime_ns == stamp
