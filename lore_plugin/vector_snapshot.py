@@ -68,14 +68,16 @@ def save(path: Path, snap: Snapshot) -> None:
         temp.unlink(missing_ok=True)
 
 
-def load(path: Path) -> Snapshot | None:
-    """The snapshot at `path`, or None when there is none or it cannot be read whole."""
+def load(path: Path, epoch: str | None = None) -> Snapshot | None:
+    """The snapshot at `path`, or None when there is none, it cannot be read whole, or it is
+    of another vector epoch than `epoch` (told from its header, without reading the rest)."""
     import numpy as np
 
     try:
         with open(path, "rb") as src:
             header = json.loads(np.load(src, allow_pickle=False).tobytes())
-            if header.get("format") != FORMAT:
+            if header.get("format") != FORMAT or (epoch is not None
+                                                  and str(header.get("epoch")) != epoch):
                 return None
             ids, rowids, depths, matrix, scales, basis, reduced = (
                 np.load(src, allow_pickle=False) for _ in range(7))

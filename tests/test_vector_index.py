@@ -175,3 +175,19 @@ def test_consolidation_style_refresh_rewrites_the_snapshot_only_when_vectors_cha
     assert search.refresh_snapshot(tmp_path / "m.db") is True
     snap = vector_snapshot.load(snapshot_path(tmp_path / "m.db"))
     assert (snap.epoch, snap.max_rowid) == store.vector_epoch() and len(snap.ids) == 1499
+
+
+def test_after_vectors_change_a_loaded_index_takes_the_rewritten_snapshot(tmp_path, monkeypatch):
+    store, vectors, index = big_index(tmp_path, monkeypatch)
+    store.supersede(f"{5:032x}", f"{6:032x}", now=2.0)  # as consolidation does
+    assert search.refresh_snapshot(tmp_path / "m.db")  # ... and then rewrites the snapshot
+    fill(store, clustered(np.random.default_rng(8), 10), 1500)  # a later append
+    loaded: list[int] = []
+    original = store.embeddings_between
+    monkeypatch.setattr(store, "embeddings_between",
+                        lambda a, b: loaded.append(a) or original(a, b))
+    index.refresh(store)
+    assert index._snapshot_rows == 1499 and len(index.ids) == 1509
+    assert loaded and loaded[0] > 0  # only the tail came from SQLite
+    assert f"{5:032x}".encode() not in index.ids
+    assert index.search(vectors[100], 1)[0][0] == f"{100:032x}"
