@@ -177,10 +177,11 @@ class Memory:
         fragments that came right before and after them (temporal edges), which is where the
         answer to a question, or the rest of a decision, usually sits."""
         lent: dict[str, float] = {}
-        for fid in sorted(scores, key=scores.__getitem__, reverse=True)[:SPREAD_FROM]:
-            for edge in store.edges_of(fid, ("temporal",)):
-                other = edge.target if edge.source == fid else edge.source
-                lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
+        best = set(sorted(scores, key=scores.__getitem__, reverse=True)[:SPREAD_FROM])
+        for edge in store.edges_touching(list(best), "temporal"):
+            for fid, other in ((edge.source, edge.target), (edge.target, edge.source)):
+                if fid in best:
+                    lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
         new = [i for i in lent if i not in match.frags]
         if new:
             match.frags.update(_eligible(store.get_many(new, with_text=False), depth,

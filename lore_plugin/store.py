@@ -419,6 +419,17 @@ class Store:
             (fid, fid, *kinds)).fetchall()
         return [Edge(*r) for r in rows]
 
+    def edges_touching(self, fids: Sequence[str], kind: str) -> list[Edge]:
+        """Edges of one kind with either end among a few fragments, in one statement."""
+        from .types import Edge
+        if not fids:
+            return []
+        marks = ",".join("?" * len(fids))
+        return [Edge(*r) for r in self.conn.execute(
+            f"SELECT id, source, target, kind, weight, created_at FROM edges "
+            f"WHERE kind = ? AND (source IN ({marks}) OR target IN ({marks}))",
+            (kind, *fids, *fids))]
+
     def edges_by_kind(self, kind: str) -> list[Edge]:
         from .types import Edge
         return [Edge(*r) for r in self.conn.execute(

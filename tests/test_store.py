@@ -128,3 +128,16 @@ def test_failures_back_off_and_park_after_repeated_attempts(tmp_path):
     assert store.failure("/t/x.jsonl")["parked"] == 0
     store.clear_failure("/t/x.jsonl")
     assert store.failure("/t/x.jsonl") is None
+
+
+def test_edges_touching_finds_either_end_of_one_kind_in_one_statement(tmp_path):
+    store = Store(tmp_path / "m.db")
+    a, b, c, d = (store.insert(NewFragment(content=x, summary=x, depth=2), now=1.0) for x in "abcd")
+    store.link(a, b, "temporal", 0.8, 1.0)
+    store.link(c, a, "temporal", 0.5, 1.0)
+    store.link(a, d, "associative", 0.9, 1.0)
+    store.link(c, d, "temporal", 0.7, 1.0)
+    found = {(e.source, e.target) for e in store.edges_touching([a], "temporal")}
+    assert found == {(a, b), (c, a)}
+    assert {(e.source, e.target) for e in store.edges_touching([b, d], "temporal")} == {(a, b), (c, d)}
+    assert store.edges_touching([], "temporal") == []
