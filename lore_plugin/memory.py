@@ -154,9 +154,12 @@ class Memory:
                                            else [None, (window.start, window.end)])
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
+        # The vector candidates are read while FTS5 may still be running on its own thread
+        # and connection (SQLite works outside the GIL); then only the keyword-only ones.
+        found_rows = store.get_many(list({**cos, **timed}), with_text=False)
         kw: dict[str, float] = keyword.result() if keyword else {}
-        frags = _eligible(store.get_many(list({**cos, **kw, **timed}), with_text=False), depth,
-                          include_superseded)
+        found_rows.update(store.get_many([i for i in kw if i not in found_rows], with_text=False))
+        frags = _eligible(found_rows, depth, include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
