@@ -52,6 +52,7 @@ def status_lines(settings: Settings) -> list[str]:
     from .embedding import find_model_dir
     from .llm import llm_status
     from .store import Store
+    from .vector_snapshot import snapshot_path
 
     db = settings.db_path
     lines = [f"database   {db} ({_size(db)}, WAL {_size(Path(str(db) + '-wal'))})"]
@@ -89,6 +90,13 @@ def status_lines(settings: Settings) -> list[str]:
         lines.append("memory     empty (no database yet)")
     model = find_model_dir(settings.home / "models")
     lines.append(f"embeddings {model or 'no local model (fastembed download on first use)'}")
+    if model is not None:
+        ready = any((settings.home / "models" / "optimized").glob("ort*/model.onnx"))
+        lines.append("           " + ("optimised copy ready" if ready else
+                                      "no optimised copy yet (`lore prepare` makes it)"))
+    snapshot = snapshot_path(db)
+    if snapshot is not None and snapshot.exists():
+        lines.append(f"vectors    snapshot {snapshot} ({_size(snapshot)})")
     lines.append(f"llm        {llm_status(settings)}")
     lines.append(f"logs       {settings.log_dir}")
     lines += [f"warning    {w}" for w in settings.warnings]

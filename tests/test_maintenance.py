@@ -129,6 +129,7 @@ def test_the_cli_remembers_recalls_explores_and_explains_errors(tmp_path, isolat
     assert "Infra" in run_cli("topics", env=env).stdout
     status = run_cli("status", env=env)
     assert status.returncode == 0 and "1 topic, 2 fragments" in status.stdout
+    assert "optimised copy ready" in status.stdout  # made when `remember` loaded the model
     bad = run_cli("show", "zz", env=env)
     assert bad.returncode == 1 and "Traceback" not in bad.stderr and "not a fragment id" in bad.stderr
     bad = run_cli("recall", "x", "--depth", "-2", env=env)
