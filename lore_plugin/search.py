@@ -167,9 +167,10 @@ class VectorIndex:
         self._epoch = (epoch, snap.max_rowid)
         self._snapshot_rows = len(snap.ids)
 
-    def save_snapshot(self) -> bool:
+    def save_snapshot(self, store: Store) -> bool:
         """Writes the snapshot file when the index is large (reduced) and the file is missing
-        or behind by more than SNAPSHOT_DRIFT. Returns whether it wrote one."""
+        or behind by more than SNAPSHOT_DRIFT, unless `store` shows that the vectors changed
+        meanwhile. Returns whether it wrote one."""
         with self._lock:
             if (self.snapshot is None or self._epoch is None or self.basis is None
                     or self.reduced is None or self.matrix is None or self.rowids is None
@@ -181,7 +182,10 @@ class VectorIndex:
             snap = vector_snapshot.Snapshot(
                 self._epoch[0], self._epoch[1], self.ids, self.rowids, self.depths, self.matrix,
                 self.scales, self.basis, self.reduced)
-        vector_snapshot.save(self.snapshot, snap)  # outside the lock: queries go on meanwhile
+        # Outside the lock: queries go on meanwhile.
+        if not vector_snapshot.save(self.snapshot, snap,
+                                    lambda: store.vector_epoch()[0] == snap.epoch):
+            return False
         with self._lock:
             if self._epoch == (snap.epoch, snap.max_rowid):
                 self._snapshot_rows = len(snap.ids)
@@ -282,9 +286,9 @@ def refresh_snapshot(db_path: Path) -> bool:
             return False
         index = VectorIndex(vector_snapshot.snapshot_path(db_path))
         index.refresh(store)
+        return index.save_snapshot(store)
     finally:
         store.close()
-    return index.save_snapshot()
 
 
 def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.ndarray | None

@@ -208,8 +208,13 @@ class Service:
         with self._writing_snapshot:
             try:
                 started = time.perf_counter()
-                if self.memory.index.save_snapshot():
-                    log.info("vector snapshot written in %.2f s", time.perf_counter() - started)
+                store = Store(self.memory.db_path, readonly=True)
+                try:
+                    if self.memory.index.save_snapshot(store):
+                        log.info("vector snapshot written in %.2f s",
+                                 time.perf_counter() - started)
+                finally:
+                    store.close()
             except Exception as exc:  # only a cache: the next server reads SQLite instead
                 log.warning("could not write the vector snapshot: %s", exc)
 

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,7 +50,10 @@ def snapshot_path(db_path: Path) -> Path | None:
     return db_path.with_name(f"{db_path.name}-vectors")
 
 
-def save(path: Path, snap: Snapshot) -> None:
+def save(path: Path, snap: Snapshot, current: Callable[[], bool]) -> bool:
+    """Writes `snap` unless `current()` says the database's vectors moved on meanwhile.
+    Checked again after the rename: `forget` deletes the file after its commit, so a writer
+    that renamed a copy made before that commit removes it itself. Returns whether it stays."""
     import numpy as np
 
     header = json.dumps({"format": FORMAT, "epoch": snap.epoch, "max_rowid": snap.max_rowid,
@@ -63,7 +67,13 @@ def save(path: Path, snap: Snapshot) -> None:
                           snap.rowids, snap.depths, snap.matrix, snap.scales, snap.basis,
                           snap.reduced):
                 np.save(out, array, allow_pickle=False)
+        if not current():
+            return False
         os.replace(temp, path)
+        if not current():
+            path.unlink(missing_ok=True)
+            return False
+        return True
     finally:
         temp.unlink(missing_ok=True)
 

@@ -92,8 +92,8 @@ def big_index(tmp_path, monkeypatch, n: int = 1500, seed: int = 3):
     fill(store, vectors, 0)
     index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
     index.refresh(store)
-    assert index.save_snapshot() and index.snapshot.exists()
-    assert not index.save_snapshot()  # nothing new to write
+    assert index.save_snapshot(store) and index.snapshot.exists()
+    assert not index.save_snapshot(store)  # nothing new to write
     return store, vectors, index
 
 
@@ -111,7 +111,7 @@ def test_a_new_index_starts_from_the_snapshot_and_loads_only_the_appended_tail(t
     assert len(fresh.ids) == 1700 and list(fresh.ids[:1500]) == list(first.ids)
     assert fresh.search(vectors[10], 1)[0][0] == f"{10:032x}"
     assert fresh.search(extra[5], 1)[0][0] == f"{1505:032x}"
-    assert fresh.save_snapshot() is True  # 200 new rows are past the drift allowance
+    assert fresh.save_snapshot(store) is True  # 200 new rows are past the drift allowance
 
 
 def test_a_snapshot_from_another_epoch_or_database_is_ignored(tmp_path, monkeypatch):
@@ -145,7 +145,7 @@ def test_a_damaged_snapshot_is_ignored_with_a_warning(tmp_path, monkeypatch, cap
     fresh.refresh(store)
     assert fresh._snapshot_rows is None and len(fresh.ids) == 1500
     assert "ignoring the vector snapshot" in caplog.text
-    assert fresh.save_snapshot() and vector_snapshot.load(first.snapshot) is not None
+    assert fresh.save_snapshot(store) and vector_snapshot.load(first.snapshot) is not None
 
 
 def test_writing_a_snapshot_leaves_no_temporary_files_and_keeps_it_private(tmp_path, monkeypatch):
@@ -191,3 +191,24 @@ def test_after_vectors_change_a_loaded_index_takes_the_rewritten_snapshot(tmp_pa
     assert loaded and loaded[0] > 0  # only the tail came from SQLite
     assert f"{5:032x}".encode() not in index.ids
     assert index.search(vectors[100], 1)[0][0] == f"{100:032x}"
+
+
+def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000)
+    store = Store(tmp_path / "m.db")
+    fill(store, clustered(np.random.default_rng(12), 1200), 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    store.supersede(f"{5:032x}", f"{6:032x}", now=2.0)  # e.g. `forget` commits before the write
+    assert index.save_snapshot(store) is False and not index.snapshot.exists()
+
+    # The commit lands between the rename and the second look: the writer removes its copy.
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    answers = iter([True, False])
+    snap = vector_snapshot.Snapshot(index._epoch[0], index._epoch[1], index.ids, index.rowids,
+                                    index.depths, index.matrix, index.scales, index.basis,
+                                    index.reduced)
+    assert vector_snapshot.save(index.snapshot, snap, lambda: next(answers)) is False
+    assert not index.snapshot.exists()
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
