@@ -24,7 +24,7 @@ from .memory import Clock, Memory, embedding_text
 from .redact import redact
 from .store import Store
 from .transcript import Delta, project_key, read_delta, render_turns
-from .types import NewFragment, Turn
+from .types import NewFragment, ScoredFragment, Turn
 
 log = logging.getLogger(__name__)
 MAX_PROMPT_CHARS = 60_000
@@ -180,6 +180,12 @@ class Ingestor:
                              fact.summary)
         corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
         self._embed(planned)
+        # Everything the write below needs from the model or a search, got before it starts:
+        # no write lock is held while embedding.
+        names = [r.source for r in extraction.relationships] + [
+            r.target for r in extraction.relationships]
+        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names)
+        searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         now = self.clock()
         supersessions = links = 0
         with store.write():
@@ -191,9 +197,9 @@ class Ingestor:
             for correction, old in corrections:
                 if old is None:
                     continue
-                new_id = self._best_planned(planned, correction.new, old.depth)
+                vector = vectors.get(correction.new)
+                new_id = self._best_planned(planned, correction.new, old.depth, vector)
                 if new_id is None:
-                    vector = self._vector(correction.new)
                     new_id = store.insert(
                         NewFragment(content=correction.new, summary=correction.new,
                                     depth=old.depth, importance=old.importance,
@@ -204,8 +210,9 @@ class Ingestor:
                 store.supersede(old.id, new_id, now)
                 supersessions += 1
             for relation in extraction.relationships:
-                a = self._resolve_name(memory, planned, relation.source)
-                b = self._resolve_name(memory, planned, relation.target)
+                a, b = (self._resolve_name(memory, planned, name, vectors.get(name),
+                                           searched[name])
+                        for name in (relation.source, relation.target))
                 if a and b and a != b:
                     store.link(a, b, "associative", 0.6, now)
                     links += 1
@@ -218,8 +225,7 @@ class Ingestor:
         by_name = store.find_by_summary(name, depth=0)
         if by_name:
             return by_name
-        vector = self._vector(f"{name}: {about}")
-        if vector is None:
+        if not memory.embedder_ready():
             return None
         best = memory.search(f"{name}: {about}", limit=1, depth=0, mode="vector").fragments
         if best and best[0].similarity >= TOPIC_MATCH:
@@ -236,8 +242,9 @@ class Ingestor:
             return top.fragment
         return None
 
-    def _best_planned(self, planned: list[_Planned], text: str, depth: int) -> str | None:
-        vector = self._vector(text)
+    @staticmethod
+    def _best_planned(planned: list[_Planned], text: str, depth: int, vector: Any | None
+                      ) -> str | None:
         best, best_sim = None, RELATION_MATCH
         for item in planned:
             if item.new.depth != depth or item.fid is None:
@@ -250,7 +257,10 @@ class Ingestor:
                     best, best_sim = item.fid, sim
         return best
 
-    def _resolve_name(self, memory: Memory, planned: list[_Planned], text: str) -> str | None:
+    def _resolve_name(self, memory: Memory, planned: list[_Planned], text: str,
+                      vector: Any | None, found: list[ScoredFragment]) -> str | None:
+        """The fragment a relationship names: a new or existing one by name, then the closest
+        new one, then `found`, the best existing match searched before the write began."""
         lowered = text.strip().lower()
         for item in planned:
             if item.fid and item.new.summary.strip().lower() == lowered:
@@ -259,10 +269,9 @@ class Ingestor:
         if existing:
             return existing
         for depth in (1, 2, 0):
-            hit = self._best_planned(planned, text, depth)
+            hit = self._best_planned(planned, text, depth, vector)
             if hit:
                 return hit
-        found = memory.search(text, limit=1).fragments
         if found and found[0].similarity >= RELATION_MATCH:
             return found[0].fragment.id
         return None
@@ -286,14 +295,16 @@ class Ingestor:
                 count += 1
         return count
 
-    def _vector(self, text: str) -> Any:
-        if self.embedder is None or not getattr(self.embedder, "available", True):
-            return None
+    def _vectors(self, texts: list[str]) -> dict[str, Any]:
+        """One batch for all of them; empty when there is no model (embedded later)."""
+        unique = list(dict.fromkeys(texts))
+        if not unique or self.embedder is None or not getattr(self.embedder, "available", True):
+            return {}
         try:
-            return self.embedder.embed([text])[0]
-        except Exception as exc:  # no vector: the fragment is embedded later
+            return dict(zip(unique, self.embedder.embed(unique)))
+        except Exception as exc:  # no vectors: those fragments are embedded later
             log.warning("embedding failed: %s", exc)
-            return None
+            return {}
 
     def _embed(self, planned: list[_Planned]) -> None:
         if not planned or self.embedder is None or not getattr(self.embedder, "available", True):

@@ -102,11 +102,11 @@ class Memory:
             self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
         return self._keyword_pool.submit(self._keyword_search, expr)
 
-    def _embedder_ready(self) -> bool:
+    def embedder_ready(self) -> bool:
         return self.embedder is not None and getattr(self.embedder, "available", True)
 
     def embed_one(self, text: str) -> Any | None:
-        if not self._embedder_ready():
+        if not self.embedder_ready():
             return None
         try:
             return self.embedder.embed([text])[0]  # type: ignore[union-attr]
@@ -409,7 +409,7 @@ class Memory:
 
     def backfill_embeddings(self, batch: int = 64) -> int:
         """Embeds fragments stored while no model was available. Returns how many."""
-        if not self._embedder_ready():
+        if not self.embedder_ready():
             return 0
         done = 0
         while rows := self.writer.missing_embeddings(batch):
