@@ -31,6 +31,7 @@ from .config import Settings
 from .embedding import from_blob
 from .errors import LLMUnavailable, LoreError
 from .locks import consolidation_lock
+from .render import clip
 from .store import Store
 from .types import depth_name
 
@@ -111,11 +112,6 @@ class Run:
         entry = {"seconds": round(time.perf_counter() - started, 4), **values}
         self.report["phases"][name] = entry
         return entry
-
-
-def _clip(text: str, limit: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- phase 0 ----------------------------------------------------------------------------------
@@ -208,7 +204,7 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
                 continue  # changed by another process meanwhile: the next cycle decides
             children = done
         moved += children
-        items.append(f"'{_clip(names[victim])}' into '{_clip(names[survivor])}' "
+        items.append(f"'{clip(names[victim], 80)}' into '{clip(names[survivor], 80)}' "
                      f"({sim:.2f}, {children} children)")
     links_started = time.perf_counter()
     links = [(ids[i], ids[j], sim) for sim, i, j in pairs
@@ -218,7 +214,7 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
         run.store.upsert_associative(links, run.now)
     run.asserted += links
     by_id = dict(zip(ids, names))
-    link_items = [f"'{_clip(by_id[a])}' <-> '{_clip(by_id[b])}' ({w:.2f})" for a, b, w in new]
+    link_items = [f"'{clip(by_id[a], 80)}' <-> '{clip(by_id[b], 80)}' ({w:.2f})" for a, b, w in new]
     run.report["topics_merged"], run.report["children_moved"] = len(items), moved
     run.report["topic_links"] = len(new)
     run.phase("merge", started, topics=len(ids), merged=len(items), children_moved=moved,
@@ -257,21 +253,19 @@ def phase_concept_links(run: Run, topic_links: list[tuple[str, str, float]],
     run.asserted += links
     run.report["concept_links"] = len(new)
     run.phase("concept_links", started, new=len(new), kept=len(links) - len(new),
-              items=[f"'{_clip(names[a])}' <-> '{_clip(names[b])}' ({w:.2f})"
+              items=[f"'{clip(names[a], 80)}' <-> '{clip(names[b], 80)}' ({w:.2f})"
                      for a, b, w in new][:LISTED])
 
 
 # -- phases 3 and 4 ---------------------------------------------------------------------------
 def _llm_phase(run: Run, name: str, outcome: PhaseOutcome, started: float, count_key: str,
                llm_missing: str | None) -> None:
-    entry = run.phase(name, started, **outcome.as_dict())
+    run.phase(name, started, **outcome.as_dict())  # a stop, if any, is in there
     run.report[count_key] = outcome.done
     if run.dry_run:
         run.report["skipped"][name] = f"dry run: the LLM is not called; {outcome.due} due"
     elif llm_missing is not None:
         run.report["skipped"][name] = f"{llm_missing}; {outcome.due} due"
-    elif outcome.stopped:
-        entry["stopped"] = outcome.stopped
 
 
 # -- phase 5 ----------------------------------------------------------------------------------
@@ -280,9 +274,8 @@ def phase_decay(run: Run) -> None:
     factor = 1.0 - run.settings.edge_decay
     floor = run.settings.edge_prune_below
     weakest = run.store.weakest_associative(factor, floor, LISTED)
-    total, prune = run.store.edge_decay_preview(factor, floor)
     if run.dry_run:
-        decayed, pruned = total, prune
+        decayed, pruned = run.store.edge_decay_preview(factor, floor)
     else:
         with run.store.write():
             decayed, pruned = run.store.decay_edges("associative", factor, floor)
@@ -290,7 +283,7 @@ def phase_decay(run: Run) -> None:
                 run.store.upsert_associative(run.asserted, run.now)
     run.report["edges_decayed"], run.report["edges_pruned"] = decayed, pruned
     run.phase("decay", started, decayed=decayed, pruned=pruned,
-              items=[f"'{_clip(a)}' <-> '{_clip(b)}' ({w:.2f})" for a, b, w in weakest][:LISTED])
+              items=[f"'{clip(a, 80)}' <-> '{clip(b, 80)}' ({w:.2f})" for a, b, w in weakest][:LISTED])
 
 
 # -- phase 6 ----------------------------------------------------------------------------------
@@ -307,7 +300,7 @@ def phase_forget(run: Run, table: Table) -> None:
                                               table.score[picked].tolist()) if r in by_rowid]
     ids = [fid for fid, _ in found]
     shown = run.store.get_many(ids[:LISTED])
-    items = [f"{depth_name(f.depth)} '{_clip(f.summary)}' (relevance {score:.3f}, "
+    items = [f"{depth_name(f.depth)} '{clip(f.summary, 80)}' (relevance {score:.3f}, "
              f"{(run.now - f.created_at) / rel.DAY:.0f} days old"
              f"{', superseded' if f.superseded_by else ''})"
              for f, score in ((shown[i], s) for i, s in found[:LISTED] if i in shown)]

@@ -30,6 +30,7 @@ from .embedding import Embedder, to_blob
 from .errors import BudgetExceeded, LLMError
 from .llm import LLM
 from .memory import embedding_text
+from .render import clip
 from .store import Store
 from .types import Fragment
 
@@ -127,11 +128,6 @@ class PhaseOutcome:
         return out
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _meta(raw: str | None) -> dict[str, Any]:
     try:
         value = orjson.loads(raw) if raw else {}
@@ -207,11 +203,11 @@ def _ask(llm: LLM, outcome: PhaseOutcome, system: str, prompt: str,
 # -- phase 3: re-summarisation ----------------------------------------------------------------
 def _topic_block(local: str, topic: Fragment, children: list[Fragment]) -> str:
     lines = [f"Topic {local}: {topic.summary}",
-             f"Current description: {_clip(topic.content, 600)}",
+             f"Current description: {clip(topic.content, 600)}",
              f"Concepts ({len(children)}):"]
     for child in children[:CHILDREN_SHOWN]:
-        body = "" if child.content == child.summary else f": {_clip(child.content, CLIP)}"
-        lines.append(f"- {_clip(child.summary, 160)}{body}")
+        body = "" if child.content == child.summary else f": {clip(child.content, CLIP)}"
+        lines.append(f"- {clip(child.summary, 160)}{body}")
     return "\n".join(lines)
 
 
@@ -264,7 +260,7 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
             log.warning("re-summarisation answer rejected: %s", exc)
             continue
         local = {f"t{i + 1}": tid for i, tid in enumerate(batch)}
-        new = {local[d.id.strip()]: _clip(d.content, MAX_CONTENT) for d in parsed.descriptions
+        new = {local[d.id.strip()]: clip(d.content, MAX_CONTENT) for d in parsed.descriptions
                if d.id.strip() in local and d.content.strip()}
         if not new:
             continue
@@ -282,7 +278,7 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
                 _mark(store, tid, RESUMMARISED_AT, now)
                 outcome.done += 1
                 if len(outcome.items) < 50:
-                    outcome.items.append(f"'{current.summary}': {_clip(content, 120)}")
+                    outcome.items.append(f"'{current.summary}': {clip(content, 120)}")
     return outcome
 
 
@@ -304,12 +300,12 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
         local: dict[str, tuple[str, Fragment]] = {}
         for i, gid in enumerate(batch):
             group, siblings = load(gid)
-            lines = [f"Group c{i + 1}: {_clip(group.summary, 160)}"]
+            lines = [f"Group c{i + 1}: {clip(group.summary, 160)}"]
             for frag in siblings:
                 key = f"f{len(local) + 1}"
                 local[key] = (gid, frag)
-                body = "" if frag.content == frag.summary else f" — {_clip(frag.content, CLIP)}"
-                lines.append(f"{key} ({_day(frag.created_at)}): {_clip(frag.summary, 200)}{body}")
+                body = "" if frag.content == frag.summary else f" — {clip(frag.content, CLIP)}"
+                lines.append(f"{key} ({_day(frag.created_at)}): {clip(frag.summary, 200)}{body}")
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks), local
 
@@ -348,9 +344,9 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                 store.supersede(old.id, new.id, now)
                 outcome.done += 1
                 if len(outcome.items) < 50:
-                    reason = f" ({_clip(pair.reason, 80)})" if pair.reason.strip() else ""
+                    reason = f" ({clip(pair.reason, 80)})" if pair.reason.strip() else ""
                     outcome.items.append(
-                        f"'{_clip(old.summary, 80)}' superseded by '{_clip(new.summary, 80)}'"
+                        f"'{clip(old.summary, 80)}' superseded by '{clip(new.summary, 80)}'"
                         f"{reason}")
             for gid in batch:
                 if store.get_many([gid]):

@@ -151,7 +151,12 @@ def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> No
     try:
         import traceback
 
-        log_dir = settings.log_dir if settings else Path.home() / ".lore" / "logs"
+        if settings:
+            log_dir = settings.log_dir
+        else:  # settings never loaded: the same home they would have named
+            from .configfile import read_values
+
+            log_dir = Path(read_values(dict(os.environ))[0]["home"]) / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name} failed: "
@@ -163,7 +168,7 @@ def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> No
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     name = argv[0] if argv else "unknown"
-    if os.environ.get("LORE_DISABLE"):
+    if os.environ.get("LORE_DISABLE", "") not in ("", "0"):  # as scripts/lore-launch reads it
         return 0  # Lore's own nested `claude -p`: never feed it back into memory
     settings = None
     try:

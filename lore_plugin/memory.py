@@ -272,7 +272,8 @@ class Memory:
                 at[f] = parent.get(p)
         return at
 
-    def explore(self, topic: str, max_depth: int = 2) -> TreeNode | None:
+    def explore(self, topic: str, max_depth: int = 2, reinforce: bool = True
+                ) -> TreeNode | None:
         """The subtree of the best-matching topic, down to `max_depth`."""
         _check_text(topic, "topic")
         _check_range(max_depth, "max_depth", 0, MAX_DEPTH)
@@ -280,7 +281,8 @@ class Memory:
         if not recall.fragments:
             return None
         root = recall.fragments[0].fragment
-        self.reinforce([root.id])
+        if reinforce:
+            self.reinforce([root.id])
         return self.subtree(root.id, max_depth)
 
     def subtree(self, fid: str, max_depth: int = 2) -> TreeNode:

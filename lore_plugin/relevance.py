@@ -1,10 +1,9 @@
 """The memory model as pure functions: Ebbinghaus decay, reinforcement, spreading activation
-and rank fusion. Every function takes `now` (unix seconds) instead of reading a clock."""
+and the blend of match and relevance. Every function takes `now` (unix seconds) instead of reading a clock."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 DAY = 86400.0
@@ -72,17 +71,6 @@ def spread(state: MemoryState, weight: float, now: float) -> MemoryState:
     share = SPREAD_FACTOR * min(max(weight, 0.0), 1.0)
     moved = state.last_reinforced + share * max(now - state.last_reinforced, 0.0)
     return MemoryState(state.access_count, state.decay_rate, state.last_accessed, moved)
-
-
-def rrf(rankings: Iterable[Sequence[str]], k: float = 60.0,
-        weights: Sequence[float] = ()) -> dict[str, float]:
-    """Reciprocal rank fusion of several best-first id lists."""
-    fused: dict[str, float] = {}
-    for index, ranking in enumerate(rankings):
-        weight = weights[index] if index < len(weights) else 1.0
-        for rank, item in enumerate(ranking):
-            fused[item] = fused.get(item, 0.0) + weight / (k + rank + 1)
-    return fused
 
 
 def blend(match: float, relevance_score: float, relevance_weight: float = 0.15) -> float:

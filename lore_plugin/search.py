@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import vector_snapshot
 from .store import Store
-from .types import Fragment
+from .types import EMBED_DIM, Fragment
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +109,7 @@ class VectorIndex:
             basis = None if full else self.basis
             if basis is None and expected + (0 if full else len(self.ids)) >= REDUCE_FROM:
                 basis = _pca_basis(np.frombuffer(b"".join(store.embedding_sample(PCA_SAMPLE)),
-                                                 dtype="<f4").reshape(-1, 384))
+                                                 dtype="<f4").reshape(-1, EMBED_DIM))
             ids, rowids, depths, mat, scales, red = _load_rows(store, after, max_rowid, expected,
                                                                basis)
             rows = len(ids)
@@ -302,13 +302,13 @@ def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.nda
     ids: list[str] = []
     rowids = np.empty(expected, dtype=np.int64)
     depths = np.empty(expected, dtype=np.int16)
-    mat = np.empty((expected, 384), dtype=np.float32 if basis is None else np.int8)
+    mat = np.empty((expected, EMBED_DIM), dtype=np.float32 if basis is None else np.int8)
     scales = None if basis is None else np.empty(expected, dtype=np.float32)
     red = None if basis is None else np.empty((expected, basis.shape[1]), dtype=np.float32)
     cursor, done = store.embeddings_between(after, upto), 0
     while chunk := list(islice(cursor, LOAD_CHUNK)):
         end = done + len(chunk)
-        vectors = np.frombuffer(b"".join(r[3] for r in chunk), dtype="<f4").reshape(-1, 384)
+        vectors = np.frombuffer(b"".join(r[3] for r in chunk), dtype="<f4").reshape(-1, EMBED_DIM)
         ids.extend(r[1] for r in chunk)
         rowids[done:end] = [r[0] for r in chunk]
         depths[done:end] = [r[2] for r in chunk]

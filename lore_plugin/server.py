@@ -148,9 +148,7 @@ class Service:
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
-        embedder = self.memory.embedder
-        if embedder is not None:
-            getattr(embedder, "available", True)
+        self.memory.embedder_ready()
 
     def call(self, fn: Callable[[Memory], T], needs_model: bool = False) -> T:
         if needs_model:
@@ -320,7 +318,10 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
                        ) -> Annotated[CallToolResult, ExploreAnswer]:
         """Show the whole subtree of the topic that best matches, as an indented tree of ids,
         summaries and relevance, to see the shape of what is known before drilling in."""
-        tree = service.call(lambda m: m.explore(topic, max_depth=max_depth), True)
+        tree = service.call(lambda m: m.explore(topic, max_depth=max_depth, reinforce=False),
+                            True)
+        if tree is not None:  # as for query_memory: a busy database delays it, not the answer
+            service.reinforce_later([tree.fragment.id])
         if tree is None:
             return answer(f"No topic in memory matches '{render.clip(topic, 80)}'. "
                           "Use list_topics to see what is known.",

@@ -37,7 +37,7 @@ def dump(db) -> list:
 def test_doctor_reports_a_healthy_database_as_ok(memory, settings):
     tree(memory)
     findings = doctor(settings)
-    assert all(f.ok for f in findings), findings
+    assert findings and all(f.ok for f in findings), findings
 
 
 def test_doctor_finds_and_fixes_fts_drift_orphans_dangling_pointers_and_missing_vectors(
@@ -60,8 +60,9 @@ def test_doctor_finds_and_fixes_fts_drift_orphans_dangling_pointers_and_missing_
         return Memory(settings.db_path, embedder).backfill_embeddings()
 
     fixed = doctor(settings, fix=True, embed=embed)
-    assert all(f.ok or f.fixed for f in fixed), fixed
-    assert all(f.ok for f in doctor(settings))
+    assert fixed and all(f.ok or f.fixed for f in fixed), fixed
+    after = doctor(settings)
+    assert after and all(f.ok for f in after), after
     assert memory.get(ids["css"]).superseded_by is None
 
 

@@ -69,12 +69,6 @@ def test_spreading_activation_is_weaker_than_direct_recall_and_scales_with_weigh
     assert state.last_reinforced < weak.last_reinforced < strong.last_reinforced < direct.last_reinforced
 
 
-def test_reciprocal_rank_fusion_rewards_agreement_between_rankings():
-    fused = rel.rrf([["a", "b", "c"], ["b", "c", "a"]])
-    assert max(fused, key=fused.get) == "b"
-    assert rel.rrf([["x"]], weights=[2.0])["x"] > rel.rrf([["x"]])["x"]
-
-
 def test_blend_lets_match_dominate_and_relevance_break_ties():
     assert rel.blend(1.0, 0.1) > rel.blend(0.6, 1.5)
     assert rel.blend(0.8, 1.2) > rel.blend(0.8, 0.2)
