@@ -58,12 +58,12 @@ def _valid_transcript(value: object) -> str | None:
     return str(path) if path.is_absolute() else None
 
 
-def spawn_worker(settings: Settings, *args: str) -> None:
+def spawn_worker(log_dir: Path, *args: str) -> None:
     """Starts `python -m lore_plugin.worker ARGS` fully detached: double fork + setsid, so it
     survives Claude Code killing the hook's process tree, with stdio on /dev/null and a log."""
     cmd = [sys.executable, "-m", "lore_plugin.worker", *args]
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = settings.log_dir / "worker.out"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / "worker.out"
     if os.name != "posix":  # pragma: no cover - Windows
         import subprocess
 
@@ -101,9 +101,10 @@ def _watermark(db_path: str, transcript: str) -> int:
         store.close()
 
 
-def stop_due(raw: bytes, env: dict[str, str]) -> list[str] | None:
+def stop_due(raw: bytes, env: dict[str, str]) -> tuple[Path, list[str]] | None:
     """The Stop hook's question: do the transcript's unread complete lines hold a batch?
-    Returns the worker's arguments when they do."""
+    Returns the log folder and the worker's arguments when they do: the Stop path never
+    needs the full settings."""
     from .configfile import read_values
     from .lines import count_turns_fast
 
@@ -115,19 +116,20 @@ def stop_due(raw: bytes, env: dict[str, str]) -> list[str] | None:
     pending = count_turns_fast(transcript, _watermark(values["db_path"], transcript))
     if pending < values.get("batch_size", 20):
         return None
-    return ["ingest", transcript, "--session", session]
+    return Path(values["home"]) / "logs", ["ingest", transcript, "--session", session]
 
 
 def on_session_end(event: HookEvent, settings: Settings) -> None:
     if event.transcript_path and Path(event.transcript_path).exists():
-        spawn_worker(settings, "ingest", event.transcript_path, "--session", event.session_id)
+        spawn_worker(settings.log_dir, "ingest", event.transcript_path, "--session",
+                     event.session_id)
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
     projects = None
     if event.transcript_path:
         projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
-    spawn_worker(settings, "sweep", *(["--projects", projects] if projects else []))
+    spawn_worker(settings.log_dir, "sweep", *(["--projects", projects] if projects else []))
     if not settings.session_brief:
         return None
     from .brief import session_brief
@@ -174,15 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)
         if name == "stop":
-            worker = stop_due(raw, dict(os.environ))
-            if worker is None:
-                return 0
+            due = stop_due(raw, dict(os.environ))
+            if due is not None:
+                log_dir, args = due
+                spawn_worker(log_dir, *args)
+            return 0
         from .config import load_settings
 
         settings = load_settings()
-        if name == "stop" and worker is not None:
-            spawn_worker(settings, *worker)
-            return 0
         output = run(name, raw, settings)
         if output:
             sys.stdout.write(output)
