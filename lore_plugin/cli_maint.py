@@ -55,11 +55,14 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
           f"{len(files) - len(todo)} already done, {len(todo)} to ingest")
     worker = Worker(settings)
     totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
-    for index, path in enumerate(todo):
-        _progress(index, len(todo), path.name)
-        result = worker.ingest(path, retry_parked=args.retry_failed, ignore_backoff=True)
-        for key in totals:
-            totals[key] += result[key]
+    try:
+        for index, path in enumerate(todo):
+            _progress(index, len(todo), path.name)
+            result = worker.ingest(path, retry_parked=args.retry_failed, ignore_backoff=True)
+            for key in totals:
+                totals[key] += result[key]
+    finally:
+        worker.close()
     _progress(len(todo), len(todo), "done")
     print(f"ingested {totals['batches']} batches: {totals['fragments']} fragments, "
           f"{totals['supersessions']} corrections; {totals['failed']} transcript(s) failed"

@@ -52,6 +52,10 @@ class Worker:
             self._ingestor = Ingestor(self.settings, llm, embedder, self.clock)
         return self._ingestor
 
+    def close(self) -> None:
+        if self._ingestor is not None:
+            self._ingestor.close()
+
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
                ignore_backoff: bool = False) -> dict[str, int]:
         """Ingests one session transcript and its subagents' transcripts. If another worker
@@ -110,6 +114,7 @@ class Worker:
                 totals["fragments"] += result["fragments"]
         except LLMUnavailable as exc:  # consolidation's other phases need no LLM: go on
             log.warning("sweep: %s; unread transcripts wait, nothing is lost", exc)
+        self.close()  # consolidation opens its own; the ingestor's index would sit idle
         from .consolidate import run_if_overdue
 
         run_if_overdue(self.settings, self.clock)
@@ -148,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         log.exception("%s crashed", args.job)
         return 1
+    finally:
+        worker.close()
     return 0
 
 
