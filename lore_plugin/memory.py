@@ -333,12 +333,12 @@ class Memory:
         """Topics, the current project's first, then by relevance; sizes are counted only for
         the `limit` returned (the SessionStart brief shows a few of hundreds)."""
         store = self.reader
-        frags = list(store.get_many(store.topic_ids()).values())
-        frags.sort(key=lambda f: (-(f.project == self.project and self.project is not None),
-                                  -f.relevance_score))
-        frags = frags[:limit]
-        counts = store.descendant_counts([f.id for f in frags])
-        return [TopicSummary(f, counts.get(f.id, 0)) for f in frags]
+        ranked = list(store.get_many(store.topic_ids(), with_text=False).values())
+        ranked.sort(key=lambda f: (-(f.project == self.project and self.project is not None),
+                                   -f.relevance_score))
+        ids = [f.id for f in ranked[:limit]]
+        full, counts = store.get_many(ids), store.descendant_counts(ids)
+        return [TopicSummary(full[i], counts.get(i, 0)) for i in ids if i in full]
 
     # -- writes -------------------------------------------------------------------------
     def reinforce(self, ids: list[str]) -> None:

@@ -85,17 +85,21 @@ def _count(node: TreeNode) -> int:
     return 1 + sum(_count(c) for c in node.children)
 
 
-def topics_text(topics: list[TopicSummary], max_topics: int = 60) -> str:
+def topics_text(topics: list[TopicSummary], max_topics: int = 60, total: int | None = None
+                ) -> str:
+    """`total` counts all topics when `topics` holds only the first of them."""
     if not topics:
         return "Memory is empty: no topics yet."
-    lines = [f"{plural(len(topics), 'topic')}:"]
+    total = len(topics) if total is None else total
+    lines = [f"{plural(total, 'topic')}:"]
     for t in topics[:max_topics]:
         f = t.fragment
         lines.append(f"- [{short_id(f.id)}] {clip(f.summary, 100)} — "
                      f"{plural(t.fragment_count, 'fragment')}, relevance {f.relevance_score:.2f}"
                      + (f"\n    {clip(f.content, 160)}" if f.content and f.content != f.summary else ""))
-    if len(topics) > max_topics:
-        lines.append(f"… and {len(topics) - max_topics} more; query_memory at depth 0 to search them.")
+    shown = min(max_topics, len(topics))
+    if total > shown:
+        lines.append(f"… and {total - shown} more; query_memory at depth 0 to search them.")
     return "\n".join(lines)
 
 

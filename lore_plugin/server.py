@@ -37,6 +37,7 @@ BUSY_MESSAGE = ("memory is busy: another Lore process is writing to the database
                 "try again in a moment")
 BACKFILL_BATCH = 4  # small batches keep the model's memory arena (and peak RSS) small
 MAX_TREE_NODES = 60
+MAX_TOPICS = 60  # list_topics shows at most this many; the rest are counted
 WARM_DELAY = 1.0  # warm-up starts after tools/list, or after this long without one
 INSTRUCTIONS = (
     "Lore is your long-term memory of earlier Claude Code sessions: topics > concepts > facts > "
@@ -395,15 +396,17 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
     def list_topics() -> Annotated[CallToolResult, TopicsAnswer]:
         """List every top-level topic in long-term memory with its summary, how many fragments
         are known under it and its relevance. A good first call to see what is known."""
-        topics = service.call(lambda m: m.topics())
+        # Sizes are counted only for the topics that can be shown.
+        topics, total = service.call(
+            lambda m: (m.topics(limit=MAX_TOPICS), m.reader.topic_totals(m.project)[0]))
 
         def build(n: int) -> tuple[str, TopicsAnswer]:
-            return render.topics_text(topics, max_topics=n), TopicsAnswer(
-                omitted=len(topics) - n,
+            return render.topics_text(topics, max_topics=n, total=total), TopicsAnswer(
+                omitted=total - n,
                 topics=[fragment_out(t.fragment, TopicOut, fragment_count=t.fragment_count)
                         for t in topics[:n]])
 
-        return fitted(build, min(len(topics), 60))
+        return fitted(build, len(topics))
 
     return server
 

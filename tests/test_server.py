@@ -20,7 +20,7 @@ from mcp.types import CallToolResult
 
 from lore_plugin.embedding import assemble_from_packages
 from lore_plugin.errors import NotFound
-from lore_plugin.server import BUSY_MESSAGE, MAX_CHARS, Service
+from lore_plugin.server import BUSY_MESSAGE, MAX_CHARS, MAX_TOPICS, Service
 from lore_plugin.store import BusyError, Store
 from lore_plugin.types import NewFragment
 from tests.conftest import MODEL_CACHE, PYTHON, python_env
@@ -290,6 +290,15 @@ async def test_answers_stay_under_about_two_thousand_tokens(lore: Running):
     assert f"… {data['omitted']} more" in text and text.count("- [") == len(data["nodes"])
     text, _ = await lore.ok("query_memory", topic="tracing spans sampling", depth=2)
     assert len(text) <= MAX_CHARS
+
+
+async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(lore: Running):
+    for i in range(MAX_TOPICS + 5):
+        await store(lore, f"Everything about area {i}", f"Area {i}", depth=0)
+    text, data = await lore.ok("list_topics")
+    assert len(data["topics"]) + data["omitted"] == MAX_TOPICS + 5
+    assert len(data["topics"]) <= MAX_TOPICS and data["omitted"] >= 5
+    assert text.startswith(f"{MAX_TOPICS + 5} topics:") and f"… and {data['omitted']} more" in text
 
 
 # -- several servers, one database ------------------------------------------------------
