@@ -21,14 +21,17 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
     topics = []
     total = here = 0
     project = project_key(cwd) if cwd else None
+    warnings: list[str] = []
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
             topics = memory.topics(limit=TOPICS)
             total, here = memory.reader.topic_totals(project)
+            warnings = problems(settings, memory.reader)  # on the connection already open
         finally:
             memory.close()
-    warnings = problems(settings)
+    else:
+        warnings = problems(settings)
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     if not topics:
         return "\n".join(tail) or None

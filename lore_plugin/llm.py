@@ -413,6 +413,16 @@ def _paused_reason(settings: Settings) -> str:
     return f"paused: no {settings.api_key_env} and no `claude` CLI on PATH"
 
 
+def paused_reason(settings: Settings, env: Mapping[str, str] | None = None,
+                  which: WhichFn = shutil.which) -> str | None:
+    """Why extraction must wait, or None when it need not; unlike llm_status it reads no
+    budget file (the SessionStart brief asks this)."""
+    env = os.environ if env is None else env
+    if env.get(settings.api_key_env) or _find_claude(env, which):
+        return None
+    return _paused_reason(settings)
+
+
 def llm_status(
     settings: Settings, env: Mapping[str, str] | None = None, which: WhichFn = shutil.which
 ) -> str:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import Settings
 from .render import plural
+
+if TYPE_CHECKING:
+    from .store import Store
 
 
 def _size(path: Path) -> str:
@@ -22,23 +26,25 @@ def _size(path: Path) -> str:
     return "-"
 
 
-def problems(settings: Settings) -> list[str]:
-    """Short warnings a user should act on; cheap enough for the SessionStart hook."""
-    from .llm import llm_status
+def problems(settings: Settings, store: Store | None = None) -> list[str]:
+    """Short warnings a user should act on; cheap enough for the SessionStart hook, which
+    passes the store it has open."""
+    from .llm import paused_reason
 
     found = list(settings.warnings)
-    llm = llm_status(settings)
-    if llm.startswith("paused"):
-        found.append(f"extraction is {llm}")
-    if settings.db_path.exists():
-        from .store import Store
+    paused = paused_reason(settings)
+    if paused:
+        found.append(f"extraction is {paused}")
+    if store is not None or settings.db_path.exists():
+        from .store import Store as OpenStore
 
         try:
-            store = Store(settings.db_path, readonly=True)
+            reader = store if store is not None else OpenStore(settings.db_path, readonly=True)
             try:
-                parked = len(store.failures(parked_only=True))
+                parked = len(reader.failures(parked_only=True))
             finally:
-                store.close()
+                if reader is not store:
+                    reader.close()
         except Exception as exc:  # status must report, not crash
             found.append(f"database unreadable: {exc}")
         else:
