@@ -181,7 +181,7 @@ class Memory:
         answer to a question, or the rest of a decision, usually sits."""
         lent: dict[str, float] = {}
         best = set(sorted(scores, key=scores.__getitem__, reverse=True)[:SPREAD_FROM])
-        for edge in store.edges_touching(list(best), "temporal"):
+        for edge in store.edges_touching(list(best), ("temporal",)):
             for fid, other in ((edge.source, edge.target), (edge.target, edge.source)):
                 if fid in best:
                     lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
@@ -349,24 +349,23 @@ class Memory:
         now = self.clock()
         try:
             store = self.writer
-            states = store.memory_states(ids)
-            updates: dict[str, tuple[rel.MemoryState, float]] = {}
-            for fid, state in states.items():
-                updates[fid] = (rel.reinforce(state, now), 0.0)
+            recalled = store.get_many(ids, with_text=False)  # states, parents, importance
+            updates = {fid: (rel.reinforce(_state(f), now), f.importance)
+                       for fid, f in recalled.items()}
             neighbours: dict[str, float] = {}
-            for fid in ids:
-                parent = store.parent_id(fid)
-                if parent:
-                    neighbours[parent] = max(neighbours.get(parent, 0.0), 0.5)
-                for edge in store.edges_of(fid, ("associative", "temporal")):
-                    other = edge.target if edge.source == fid else edge.source
-                    neighbours[other] = max(neighbours.get(other, 0.0), edge.weight)
-            for fid, state in store.memory_states([n for n in neighbours if n not in updates]).items():
-                updates[fid] = (rel.spread(state, neighbours[fid], now), 0.0)
-            imp = {f.id: f.importance for f in store.get_many(list(updates)).values()}
-            final = {fid: (s, rel.relevance(imp.get(fid, 0.5), s.access_count, s.decay_rate,
+            for f in recalled.values():
+                if f.parent_id:
+                    neighbours[f.parent_id] = max(neighbours.get(f.parent_id, 0.0), 0.5)
+            for edge in store.edges_touching(list(recalled), ("associative", "temporal")):
+                for fid, other in ((edge.source, edge.target), (edge.target, edge.source)):
+                    if fid in recalled:
+                        neighbours[other] = max(neighbours.get(other, 0.0), edge.weight)
+            near = store.get_many([n for n in neighbours if n not in updates], with_text=False)
+            for fid, f in near.items():
+                updates[fid] = (rel.spread(_state(f), neighbours[fid], now), f.importance)
+            final = {fid: (s, rel.relevance(imp, s.access_count, s.decay_rate,
                                             s.last_reinforced, now))
-                     for fid, (s, _) in updates.items()}
+                     for fid, (s, imp) in updates.items()}
             store.save_memory_states(final)
         except Exception as exc:  # recall must not fail because reinforcement could not write
             log.warning("reinforcement skipped: %s", exc)
@@ -436,6 +435,11 @@ def _check_text(value: str, name: str) -> str:
 def _check_range(value: int, name: str, low: int, high: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
+
+
+def _state(frag: Fragment) -> rel.MemoryState:
+    return rel.MemoryState(frag.access_count, frag.decay_rate, frag.last_accessed,
+                           frag.last_reinforced)
 
 
 def _eligible(frags: dict[str, Fragment], depth: int | None,

@@ -362,12 +362,6 @@ class Store:
         return [(r[0], r[1]) for r in rows]
 
     # -- memory state -------------------------------------------------------------------
-    def memory_states(self, ids: Sequence[str]) -> dict[str, MemoryState]:
-        from .relevance import MemoryState
-        rows = self._rows_in("SELECT id, access_count, decay_rate, last_accessed, "
-                             "last_reinforced FROM fragments WHERE id IN (%s)", ids)
-        return {r[0]: MemoryState(r[1], r[2], r[3], r[4]) for r in rows}
-
     def save_memory_states(self, states: dict[str, tuple[MemoryState, float]]) -> None:
         """id -> (new state, new relevance score)."""
         with self.write():
@@ -419,16 +413,17 @@ class Store:
             (fid, fid, *kinds)).fetchall()
         return [Edge(*r) for r in rows]
 
-    def edges_touching(self, fids: Sequence[str], kind: str) -> list[Edge]:
-        """Edges of one kind with either end among a few fragments, in one statement."""
+    def edges_touching(self, fids: Sequence[str], kinds: Sequence[str]) -> list[Edge]:
+        """Edges of these kinds with either end among a few fragments (a query's hundred at
+        most), in one statement."""
         from .types import Edge
         if not fids:
             return []
-        marks = ",".join("?" * len(fids))
+        marks, kind_marks = ",".join("?" * len(fids)), ",".join("?" * len(kinds))
         return [Edge(*r) for r in self.conn.execute(
             f"SELECT id, source, target, kind, weight, created_at FROM edges "
-            f"WHERE kind = ? AND (source IN ({marks}) OR target IN ({marks}))",
-            (kind, *fids, *fids))]
+            f"WHERE kind IN ({kind_marks}) AND (source IN ({marks}) OR target IN ({marks}))",
+            (*kinds, *fids, *fids))]
 
     def edges_by_kind(self, kind: str) -> list[Edge]:
         from .types import Edge

@@ -292,10 +292,12 @@ async def test_answers_stay_under_about_two_thousand_tokens(lore: Running):
     assert len(text) <= MAX_CHARS
 
 
-async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(lore: Running):
-    for i in range(MAX_TOPICS + 5):
-        await store(lore, f"Everything about area {i}", f"Area {i}", depth=0)
-    text, data = await lore.ok("list_topics")
+async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(tmp_path: Path,
+                                                                           model_dir: Path):
+    async with running(tmp_path / "topics.db", tmp_path, model_dir) as lore:
+        for i in range(MAX_TOPICS + 5):
+            await store(lore, f"Everything about area {i}", f"Area {i}", depth=0)
+        text, data = await lore.ok("list_topics")
     assert len(data["topics"]) + data["omitted"] == MAX_TOPICS + 5
     assert len(data["topics"]) <= MAX_TOPICS and data["omitted"] >= 5
     assert text.startswith(f"{MAX_TOPICS + 5} topics:") and f"… and {data['omitted']} more" in text

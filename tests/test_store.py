@@ -137,7 +137,7 @@ def test_edges_touching_finds_either_end_of_one_kind_in_one_statement(tmp_path):
     store.link(c, a, "temporal", 0.5, 1.0)
     store.link(a, d, "associative", 0.9, 1.0)
     store.link(c, d, "temporal", 0.7, 1.0)
-    found = {(e.source, e.target) for e in store.edges_touching([a], "temporal")}
+    found = {(e.source, e.target) for e in store.edges_touching([a], ("temporal",))}
     assert found == {(a, b), (c, a)}
-    assert {(e.source, e.target) for e in store.edges_touching([b, d], "temporal")} == {(a, b), (c, d)}
-    assert store.edges_touching([], "temporal") == []
+    assert {(e.source, e.target) for e in store.edges_touching([b, d], ("temporal",))} == {(a, b), (c, d)}
+    assert store.edges_touching([], ("temporal",)) == []
