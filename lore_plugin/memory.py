@@ -91,13 +91,17 @@ class Memory:
         self._reader = self._writer = self._keyword_store = None
         self._keyword_pool = None
 
-    def _keyword_search(self, expr: str) -> dict[str, float]:
-        """Runs on the keyword thread only, with that thread's own connection."""
+    def _keyword_search(self, expr: str) -> tuple[dict[str, float], dict[str, Fragment]]:
+        """Runs on the keyword thread only, with that thread's own connection: the matches'
+        BM25 scores and their rows (without text), read while the query is embedded."""
         if self._keyword_store is None:
             self._keyword_store = Store(self.db_path, readonly=True)
-        return {i: -r for i, r in self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)}
+        store = self._keyword_store
+        scores = {i: -r for i, r in store.keyword_search(expr, KEYWORD_CANDIDATES)}
+        return scores, store.get_many(list(scores), with_text=False, with_parent=False)
 
-    def _start_keyword_search(self, expr: str) -> Future[dict[str, float]]:
+    def _start_keyword_search(self, expr: str
+                              ) -> Future[tuple[dict[str, float], dict[str, Fragment]]]:
         if self._keyword_pool is None:
             self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
         return self._keyword_pool.submit(self._keyword_search, expr)
@@ -154,12 +158,11 @@ class Memory:
                                            else [None, (window.start, window.end)])
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
-        # The vector candidates are read while FTS5 may still be running on its own thread
-        # and connection (SQLite works outside the GIL); then only the keyword-only ones.
-        found_rows = store.get_many(list({**cos, **timed}), with_text=False)
-        kw: dict[str, float] = keyword.result() if keyword else {}
-        found_rows.update(store.get_many([i for i in kw if i not in found_rows], with_text=False))
-        frags = _eligible(found_rows, depth, include_superseded)
+        # The keyword thread reads its own candidates' rows (SQLite works outside the GIL);
+        # this one reads the vector candidates' rows meanwhile.
+        found_rows = store.get_many(list({**cos, **timed}), with_text=False, with_parent=False)
+        kw, kw_rows = keyword.result() if keyword else ({}, {})
+        frags = _eligible({**kw_rows, **found_rows}, depth, include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
@@ -187,8 +190,8 @@ class Memory:
                     lent[other] = max(lent.get(other, 0.0), scores[fid] * edge.weight)
         new = [i for i in lent if i not in match.frags]
         if new:
-            match.frags.update(_eligible(store.get_many(new, with_text=False), depth,
-                                         include_superseded))
+            match.frags.update(_eligible(store.get_many(new, with_text=False, with_parent=False),
+                                         depth, include_superseded))
             if qvec is not None:
                 match.cos.update(self.index.similarities(qvec, new))
         for fid, amount in lent.items():
@@ -229,7 +232,11 @@ class Memory:
             branch[fid] = max(branch.get(fid, 0.0), score) + 0.1 * min(branch.get(fid, 0.0), score)
             sims[fid] = max(sims.get(fid, 0.0), sim)
 
-        expanded = 0
+        broader = [h for h in hits.fragments if h.fragment.depth < depth][:10]
+        below: dict[str, list[str]] = {}
+        for root, child in store.descendants_at_depth([h.fragment.id for h in broader], depth,
+                                                      include_superseded):
+            below.setdefault(root, []).append(child)
         for hit in hits.fragments:
             frag = hit.fragment
             if frag.depth == depth:
@@ -237,16 +244,14 @@ class Memory:
             elif frag.depth > depth:
                 if ancestor := lifted.get(frag.id):
                     credit(ancestor, hit.score * 0.85, hit.similarity)
-            elif expanded < 10:
-                expanded += 1
-                for child, level in store.descendant_ids(frag.id, depth - frag.depth,
-                                                         include_superseded):
-                    if level == depth - frag.depth:
-                        credit(child, hit.score * 0.7, 0.0)
+            else:  # a broad match brings its descendants at `depth` (the ten best such)
+                for child in below.get(frag.id, ()):
+                    credit(child, hit.score * 0.7, 0.0)
         if not branch:
             return Recall([], hits.keyword_only)
         frags = {i: known[i] for i in branch if i in known}
-        frags.update(store.get_many([i for i in branch if i not in known], with_text=False))
+        frags.update(store.get_many([i for i in branch if i not in known], with_text=False,
+                                    with_parent=False))
         ranked = [ScoredFragment(frags[i], s, sims.get(i, 0.0)) for i, s in branch.items()
                   if i in frags and frags[i].depth == depth
                   and (include_superseded or not frags[i].superseded_by)]
@@ -261,13 +266,14 @@ class Memory:
                       ) -> dict[str, str | None]:
         """For every fragment deeper than `depth`, its ancestor at `depth`: climbed one level
         at a time for all of them together (one batched read a level, not one a fragment)."""
-        parent = {fid: frag.parent_id for fid, frag in known.items()}
-        at = {fid: frag.parent_id for fid, frag in known.items() if frag.depth > depth}
+        deeper = [fid for fid, frag in known.items() if frag.depth > depth]
+        parent: dict[str, str] = store.parent_ids(deeper)
+        at: dict[str, str | None] = {fid: parent.get(fid) for fid in deeper}
         for level in range(2, max((known[f].depth - depth for f in at), default=0) + 1):
-            climbing = {f: p for f, p in at.items() if p and known[f].depth - depth >= level}
-            missing = list({p for p in climbing.values() if p not in parent})
-            parent.update({i: f.parent_id
-                           for i, f in store.get_many(missing, with_text=False).items()})
+            climbing: dict[str, str] = {f: p for f, p in at.items()
+                                        if p and known[f].depth - depth >= level}
+            parent.update(store.parent_ids(list({p for p in climbing.values()
+                                                 if p not in parent})))
             for f, p in climbing.items():
                 at[f] = parent.get(p)
         return at

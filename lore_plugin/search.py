@@ -225,9 +225,7 @@ class VectorIndex:
                 inside = (dates[1] >= window[0]) & (dates[1] < window[1])
                 mask = inside if mask is None else mask & inside
             picked = scores if mask is None else np.where(mask, scores, -np.inf)
-            n = min(k if exact else max(RERANK, k), len(ids))
-            top = np.argpartition(-picked, n - 1)[:n]
-            top = top[np.isfinite(picked[top])]
+            top = _top_rows(picked, min(k if exact else max(RERANK, k), len(ids)))
             sims = picked[top] if exact else _full_vectors(matrix, scales, top) @ query
             order = np.argsort(-sims)[:k]
             out.append([(ids[top[i]].decode(), float(sims[i])) for i in order])
@@ -345,6 +343,27 @@ def _full_vectors(matrix: np.ndarray, scales: np.ndarray | None, rows: Any) -> n
 
     picked = matrix[rows].astype(np.float32)
     return picked if scales is None else picked * scales[rows, None]
+
+
+def _top_rows(scores: np.ndarray, n: int) -> np.ndarray:
+    """The rows of the n highest finite scores, unordered. A partition of 100K scores takes
+    ~1 ms; a threshold from a 1/16 sample first cuts them to ~2n, and the result is exact
+    whenever at least n pass it (otherwise all rows are partitioned)."""
+    import numpy as np
+
+    rows = None
+    if len(scores) >= 16 * n:
+        sample = scores[::16]
+        kth = min(len(sample) - 1, 2 * n // 16)
+        threshold = np.partition(sample, len(sample) - 1 - kth)[len(sample) - 1 - kth]
+        if np.isfinite(threshold):
+            above = np.flatnonzero(scores >= threshold)
+            if len(above) >= n:
+                rows = above
+    if rows is None:
+        rows = np.arange(len(scores))
+    top = rows[np.argpartition(-scores[rows], n - 1)[:n]] if len(rows) > n else rows
+    return top[np.isfinite(scores[top])]
 
 
 def _pca_basis(matrix: np.ndarray) -> np.ndarray:

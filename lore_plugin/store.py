@@ -142,12 +142,15 @@ class Store:
         finally:
             self.conn.execute("COMMIT")
 
-    def _rows_in(self, sql: str, values: Sequence[Any]) -> Iterator[Any]:
+    def _rows_in(self, sql: str, values: Sequence[Any], first: Sequence[Any] = ()
+                 ) -> Iterator[Any]:
         """Runs `sql` once per IN_CHUNK values, its `%s` replaced by that many placeholders:
-        SQLite caps the parameters of one statement."""
+        SQLite caps the parameters of one statement. `first` binds the placeholders before
+        the list."""
         for start in range(0, len(values), IN_CHUNK):
             chunk = list(values[start:start + IN_CHUNK])
-            yield from self.conn.execute(sql.replace("%s", ",".join("?" * len(chunk))), chunk)
+            yield from self.conn.execute(sql.replace("%s", ",".join("?" * len(chunk))),
+                                         [*first, *chunk])
 
     def _one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Any:
         row = self.conn.execute(sql, params).fetchone()
@@ -179,12 +182,17 @@ class Store:
             raise NotFound(f"no fragment with id {fid}; use query_memory or list_topics to find ids")
         return _row_to_fragment(row, self.parent_id(fid))
 
-    def get_many(self, ids: Sequence[str], with_text: bool = True) -> dict[str, Fragment]:
-        """The fragments with these ids, with their parents. `with_text=False` leaves content,
-        summary and metadata empty: ranking a query's few hundred candidates needs only the
-        numbers, and skipping the text halves the cost (memory.py fetches the text of the
-        winners)."""
+    def get_many(self, ids: Sequence[str], with_text: bool = True,
+                 with_parent: bool = True) -> dict[str, Fragment]:
+        """The fragments with these ids. `with_text=False` leaves content, summary and
+        metadata empty, and `with_parent=False` leaves parent_id None: ranking a query's few
+        hundred candidates needs only the numbers, and skipping the text and the parent
+        lookup more than halves the cost (memory.py fetches the text of the winners and the
+        parents it climbs through)."""
         columns = FRAGMENT_COLUMNS if with_text else _FRAGMENT_NUMBERS
+        if not with_parent:
+            return {row[0]: _row_to_fragment(row) for row in self._rows_in(
+                f"SELECT {columns} FROM fragments WHERE id IN (%s)", ids)}
         rows = self._rows_in(
             f"SELECT {columns}, (SELECT source FROM edges WHERE target = f.id AND "
             "kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN (%s)", ids)
@@ -211,6 +219,12 @@ class Store:
     def parent_id(self, fid: str) -> str | None:
         return self._one(
             "SELECT source FROM edges WHERE target = ? AND kind = 'hierarchical' LIMIT 1", (fid,))
+
+    def parent_ids(self, ids: Sequence[str]) -> dict[str, str]:
+        """child -> parent for those of `ids` that have one."""
+        return dict(self._rows_in(
+            "SELECT target, source FROM edges WHERE kind = 'hierarchical' AND target IN (%s)",
+            ids))
 
     def ancestors(self, fid: str) -> list[str]:
         """Parent first, topic last."""
@@ -239,6 +253,20 @@ class Store:
             "JOIN fragments f ON f.id = e.target "
             f"WHERE e.kind = 'hierarchical' AND down.n < ? {hide}) "
             "SELECT id, n FROM down WHERE n > 0", (fid, max_levels)).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def descendants_at_depth(self, roots: Sequence[str], depth: int,
+                             include_superseded: bool = False) -> list[tuple[str, str]]:
+        """(root, descendant) for the descendants of each root that sit at `depth`, in one
+        walk per IN_CHUNK roots (a walk per root cost 0.2 ms each in a query)."""
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self._rows_in(
+            "WITH RECURSIVE down(root, id, n, levels) AS (SELECT id, id, 0, ? - depth "
+            "FROM fragments WHERE id IN (%s) UNION ALL SELECT down.root, e.target, down.n + 1, "
+            "down.levels FROM edges e JOIN down ON e.source = down.id "
+            "JOIN fragments f ON f.id = e.target "
+            f"WHERE e.kind = 'hierarchical' AND down.n < down.levels {hide}) "
+            "SELECT root, id FROM down WHERE n > 0 AND n = levels", roots, (depth,))
         return [(r[0], r[1]) for r in rows]
 
     def topic_ids(self, include_superseded: bool = False) -> list[str]:

@@ -141,3 +141,40 @@ def test_edges_touching_finds_either_end_of_one_kind_in_one_statement(tmp_path):
     assert found == {(a, b), (c, a)}
     assert {(e.source, e.target) for e in store.edges_touching([b, d], ("temporal",))} == {(a, b), (c, d)}
     assert store.edges_touching([], ("temporal",)) == []
+
+
+def _tree(store: Store) -> dict[str, str]:
+    """topic > two concepts > facts (one superseded) > a detail, by name."""
+    ids: dict[str, str] = {}
+    for name, depth, parent in [("topic", 0, None), ("c1", 1, "topic"), ("c2", 1, "topic"),
+                                ("f1", 2, "c1"), ("f2", 2, "c1"), ("f3", 2, "c2"),
+                                ("d1", 3, "f1")]:
+        ids[name] = store.insert(NewFragment(content=name, summary=name, depth=depth), now=1.0,
+                                 parent_id=ids[parent] if parent else None)
+    store.supersede(ids["f2"], ids["f1"], now=2.0)
+    return ids
+
+
+def test_descendants_at_depth_walks_every_root_to_that_depth_in_one_statement(tmp_path):
+    store = Store(tmp_path / "m.db")
+    ids = _tree(store)
+    name = {v: k for k, v in ids.items()}
+    found = store.descendants_at_depth([ids["topic"], ids["c2"], ids["f3"]], 2)
+    assert sorted((name[r], name[d]) for r, d in found) == [("c2", "f3"), ("topic", "f1"),
+                                                          ("topic", "f3")]
+    with_old = store.descendants_at_depth([ids["topic"]], 2, include_superseded=True)
+    assert sorted(name[d] for _, d in with_old) == ["f1", "f2", "f3"]
+    assert [name[d] for _, d in store.descendants_at_depth([ids["c1"]], 3)] == ["d1"]
+    assert store.descendants_at_depth([], 2) == []
+
+
+def test_candidate_rows_can_skip_text_and_parents_and_parents_come_in_one_batch(tmp_path):
+    store = Store(tmp_path / "m.db")
+    ids = _tree(store)
+    full = store.get_many([ids["f1"], ids["d1"]])
+    assert full[ids["d1"]].parent_id == ids["f1"] and full[ids["d1"]].summary == "d1"
+    light = store.get_many([ids["f1"], ids["d1"]], with_text=False, with_parent=False)
+    assert light[ids["d1"]].parent_id is None and light[ids["d1"]].summary == ""
+    assert light[ids["d1"]].depth == 3 and light[ids["f1"]].created_at == 1.0
+    assert store.parent_ids([ids["d1"], ids["f3"], ids["topic"]]) == {
+        ids["d1"]: ids["f1"], ids["f3"]: ids["c2"]}

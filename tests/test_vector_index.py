@@ -212,3 +212,21 @@ def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_p
     assert vector_snapshot.save(index.snapshot, snap, lambda: next(answers)) is False
     assert not index.snapshot.exists()
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+def test_top_rows_is_exact_with_ties_masks_and_every_size():
+    from lore_plugin.search import _top_rows
+
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        size = int(rng.integers(1, 40_000))
+        n = min(size, int(rng.integers(1, 2_000)))
+        scores = rng.standard_normal(size).astype(np.float32)
+        if trial % 3 == 0:  # a depth or time mask leaves most rows out
+            scores[rng.random(size) < 0.8] = -np.inf
+        if trial % 4 == 0:  # many equal scores around the threshold
+            scores = np.round(scores, 1)
+        top = _top_rows(scores, n)
+        finite = np.sort(scores[np.isfinite(scores)])
+        assert len(set(top.tolist())) == len(top)
+        assert np.array_equal(np.sort(scores[top]), finite[len(finite) - min(n, len(finite)):])
