@@ -96,9 +96,8 @@ class Memory:
         BM25 scores and their rows (without text), read while the query is embedded."""
         if self._keyword_store is None:
             self._keyword_store = Store(self.db_path, readonly=True)
-        store = self._keyword_store
-        scores = {i: -r for i, r in store.keyword_search(expr, KEYWORD_CANDIDATES)}
-        return scores, store.get_many(list(scores), with_text=False, with_parent=False)
+        found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
+        return {f.id: -r for f, r in found}, {f.id: f for f, _ in found}
 
     def _start_keyword_search(self, expr: str
                               ) -> Future[tuple[dict[str, float], dict[str, Fragment]]]:

@@ -38,7 +38,7 @@ def test_a_seed_database_upgrades_in_place_and_keeps_its_knowledge(tmp_path):
     assert store.get("aaaaaaaa11111111").summary == "Kafka retention"
     assert store.child_ids("aaaaaaaa11111111") == ["bbbbbbbb22222222"]
     assert store.watermark("/t/a.jsonl") == 1234
-    assert [i for i, _ in store.keyword_search('"offsets"', 5)] == ["bbbbbbbb22222222"]  # FTS backfilled
+    assert [f.id for f, _ in store.keyword_search('"offsets"', 5)] == ["bbbbbbbb22222222"]  # FTS backfilled
     assert store.get("aaaaaaaa11111111").project is None
     assert store.fts_consistent() and store.integrity_check() == ["ok"]
     store.close()
