@@ -171,6 +171,8 @@ class VectorIndex:
         """Writes the snapshot file when the index is large (reduced) and the file is missing
         or behind by more than SNAPSHOT_DRIFT, unless `store` shows that the vectors changed
         meanwhile. Returns whether it wrote one."""
+        import numpy as np
+
         with self._lock:
             if (self.snapshot is None or self._epoch is None or self.basis is None
                     or self.reduced is None or self.matrix is None or self.rowids is None
@@ -186,9 +188,21 @@ class VectorIndex:
         if not vector_snapshot.save(self.snapshot, snap,
                                     lambda: store.vector_epoch()[0] == snap.epoch):
             return False
+        # Swap the arrays just written for views of the file: their pages are then shared
+        # with the other servers and, for the full vectors, mostly never loaded (see
+        # vector_snapshot.load). The file read back is checked to be the same rows.
+        mapped = vector_snapshot.load(self.snapshot, snap.epoch)
         with self._lock:
             if self._epoch == (snap.epoch, snap.max_rowid):
                 self._snapshot_rows = len(snap.ids)
+                if (mapped is not None and mapped.max_rowid == snap.max_rowid
+                        and len(self.ids) == len(mapped.ids)
+                        and np.array_equal(self.rowids, mapped.rowids)):
+                    self.ids, self.rowids, self.depths, self.matrix = (
+                        mapped.ids, mapped.rowids, mapped.depths, mapped.matrix)
+                    self.scales, self.basis, self.reduced = (mapped.scales, mapped.basis,
+                                                             mapped.reduced)
+                    self._by_id = None
         return True
 
     def search(self, query: np.ndarray, k: int, depth: int | None = None,

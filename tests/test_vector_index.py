@@ -3,6 +3,7 @@ find what an exact scan finds, through appends, depth filters and the crossing i
 
 from __future__ import annotations
 
+import mmap
 import os
 import subprocess
 
@@ -112,6 +113,39 @@ def test_a_new_index_starts_from_the_snapshot_and_loads_only_the_appended_tail(t
     assert fresh.search(vectors[10], 1)[0][0] == f"{10:032x}"
     assert fresh.search(extra[5], 1)[0][0] == f"{1505:032x}"
     assert fresh.save_snapshot(store) is True  # 200 new rows are past the drift allowance
+
+
+def _mapped(array: np.ndarray) -> bool:
+    """Whether the array's memory is a mapping of a file (np.frombuffer over an mmap)."""
+    base = array
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(getattr(base, "obj", base), mmap.mmap)
+
+
+def test_snapshot_vectors_are_mapped_from_the_file_not_copied(tmp_path, monkeypatch):
+    rng = np.random.default_rng(8)
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000)
+    vectors = clustered(rng, 1500)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors, 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    queries = vectors[rng.choice(1500, 20, replace=False)] + rng.normal(0, 0.02, (20, 384)).astype(np.float32)
+    before = [index.search(q, 10) for q in queries]
+    assert not _mapped(index.matrix)  # read from SQLite
+    assert index.save_snapshot(store)
+    # The server that wrote the file swaps its own copies for views of it; answers stay.
+    assert _mapped(index.matrix) and _mapped(index.reduced) and not index.matrix.flags.writeable
+    assert [index.search(q, 10) for q in queries] == before
+    fresh = search.VectorIndex(index.snapshot)
+    fresh.refresh(store)
+    assert _mapped(fresh.matrix) and _mapped(fresh.reduced)
+    assert [fresh.search(q, 10) for q in queries] == before
+    # Appending copies into memory and keeps the mapped rows' answers.
+    fill(store, clustered(np.random.default_rng(9), 10), 1500)
+    fresh.refresh(store)
+    assert len(fresh.ids) == 1510 and fresh.search(queries[0], 10)[0] == before[0][0]
 
 
 def test_a_snapshot_from_another_epoch_or_database_is_ignored(tmp_path, monkeypatch):
