@@ -124,9 +124,11 @@ def optimized_model(source: Path, cache_dir: Path) -> Path:
         shutil.rmtree(staging, ignore_errors=True)  # another process won the race
     if not model.exists():
         raise RuntimeError(f"could not write the optimised model to {folder}")
-    for old in folder.parent.iterdir():  # copies for another onnxruntime: 90 MB each
-        if not old.name.startswith(f"ort{ort.__version__}-") and ".tmp-" not in old.name:
-            shutil.rmtree(old, ignore_errors=True)  # a server still mapping one keeps its pages
+    # Other copies are of another onnxruntime or of a source since re-assembled: 90 MB each.
+    # A server mapping one keeps its pages; one about to open it falls back (see below).
+    for old in folder.parent.iterdir():
+        if old != folder and ".tmp-" not in old.name:
+            shutil.rmtree(old, ignore_errors=True)
     return model
 
 
@@ -153,14 +155,17 @@ class OnnxSentenceModel:
             options.intra_op_num_threads = options.inter_op_num_threads = threads
         options.enable_cpu_mem_arena = False
         source = folder / "model.onnx"
-        model = source
+        session = None
         if cache_dir is not None:
+            # A read-only or full cache, or a copy another process removed between our check
+            # and our open: the model as shipped still works, only slower to load.
             try:
-                model = optimized_model(source, cache_dir)
-            except Exception as exc:  # a read-only or full cache: the plain model still works
+                session = ort.InferenceSession(str(optimized_model(source, cache_dir)), options,
+                                               providers=["CPUExecutionProvider"])
+            except Exception as exc:
                 log.warning("using the model without its optimised copy: %s", exc)
-        self.session = ort.InferenceSession(str(model), options,
-                                            providers=["CPUExecutionProvider"])
+        self.session = session or ort.InferenceSession(str(source), options,
+                                                       providers=["CPUExecutionProvider"])
         self.inputs = {node.name for node in self.session.get_inputs()}
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:

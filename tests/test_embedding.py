@@ -8,9 +8,11 @@ import subprocess
 import sys
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from conftest import MODEL_CACHE, ROOT, python_env
 
+from lore_plugin import embedding
 from lore_plugin.embedding import (
     MODEL_NAME,
     LocalEmbedder,
@@ -87,10 +89,13 @@ def test_the_optimised_copy_is_made_once_and_gives_the_same_vectors(tmp_path):
     stale.mkdir(parents=True)
     older = tmp_path / "optimized" / "ort1.0.0-123-456"  # for an onnxruntime since upgraded
     older.mkdir()
+    # The same onnxruntime, but a source model since re-assembled (another mtime): 90 MB left.
+    superseded = tmp_path / "optimized" / f"ort{ort.__version__}-123-456"
+    superseded.mkdir()
     made = optimized_model(folder / "model.onnx", tmp_path)
     assert made.exists() and (made.parent / "model.onnx.data").exists()
     assert not stale.exists()  # its writer is dead
-    assert not older.exists()
+    assert not older.exists() and not superseded.exists()
     stamp = made.stat().st_mtime_ns
     assert optimized_model(folder / "model.onnx", tmp_path) == made
     assert made.stat().st_mtime_ns == stamp
@@ -105,6 +110,15 @@ def test_an_unwritable_cache_falls_back_to_the_model_as_shipped(tmp_path, caplog
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the cache folder should be")
     model = OnnxSentenceModel(folder, threads=1, cache_dir=blocked)
+    assert model.embed(["still works"], batch_size=1).shape == (1, 384)
+    assert "without its optimised copy" in caplog.text
+
+
+def test_a_copy_removed_before_it_is_opened_falls_back_to_the_model_as_shipped(tmp_path, caplog,
+                                                                              monkeypatch):
+    folder = find_model_dir(MODEL_CACHE)
+    monkeypatch.setattr(embedding, "optimized_model", lambda source, cache: tmp_path / "gone.onnx")
+    model = OnnxSentenceModel(folder, threads=1, cache_dir=tmp_path)
     assert model.embed(["still works"], batch_size=1).shape == (1, 384)
     assert "without its optimised copy" in caplog.text
 
