@@ -164,8 +164,10 @@ class OnnxSentenceModel:
                                                providers=["CPUExecutionProvider"])
             except Exception as exc:
                 log.warning("using the model without its optimised copy: %s", exc)
-        self.session = session or ort.InferenceSession(str(source), options,
-                                                       providers=["CPUExecutionProvider"])
+        if session is None:
+            session = ort.InferenceSession(str(source), options,
+                                           providers=["CPUExecutionProvider"])
+        self.session = session
         self.inputs = {node.name for node in self.session.get_inputs()}
 
     def embed(self, texts: list[str], batch_size: int) -> np.ndarray:

@@ -160,12 +160,16 @@ class VectorIndex:
             kept = snap.matrix[i].astype(np.float32) * snap.scales[i]
             if float(np.abs(vector - kept).max()) > snap.scales[i]:  # rounding moves half that
                 return
+        self._take_arrays(snap)
+        self._dates = None
+        self._epoch = (epoch, snap.max_rowid)
+        self._snapshot_rows = len(snap.ids)
+
+    def _take_arrays(self, snap: vector_snapshot.Snapshot) -> None:
         self.ids, self.rowids, self.depths, self.matrix = (snap.ids, snap.rowids, snap.depths,
                                                            snap.matrix)
         self.scales, self.basis, self.reduced = snap.scales, snap.basis, snap.reduced
-        self._by_id, self._dates = None, None
-        self._epoch = (epoch, snap.max_rowid)
-        self._snapshot_rows = len(snap.ids)
+        self._by_id = None
 
     def save_snapshot(self, store: Store) -> bool:
         """Writes the snapshot file when the index is large (reduced) and the file is missing
@@ -190,19 +194,14 @@ class VectorIndex:
             return False
         # Swap the arrays just written for views of the file: their pages are then shared
         # with the other servers and, for the full vectors, mostly never loaded (see
-        # vector_snapshot.load). The file read back is checked to be the same rows.
+        # vector_snapshot.load). The file read back must hold the same rows: another server
+        # may have renamed its own copy over ours meanwhile.
         mapped = vector_snapshot.load(self.snapshot, snap.epoch)
         with self._lock:
             if self._epoch == (snap.epoch, snap.max_rowid):
                 self._snapshot_rows = len(snap.ids)
-                if (mapped is not None and mapped.max_rowid == snap.max_rowid
-                        and len(self.ids) == len(mapped.ids)
-                        and np.array_equal(self.rowids, mapped.rowids)):
-                    self.ids, self.rowids, self.depths, self.matrix = (
-                        mapped.ids, mapped.rowids, mapped.depths, mapped.matrix)
-                    self.scales, self.basis, self.reduced = (mapped.scales, mapped.basis,
-                                                             mapped.reduced)
-                    self._by_id = None
+                if mapped is not None and np.array_equal(self.rowids, mapped.rowids):
+                    self._take_arrays(mapped)
         return True
 
     def search(self, query: np.ndarray, k: int, depth: int | None = None,

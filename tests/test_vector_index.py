@@ -142,7 +142,7 @@ def test_snapshot_vectors_are_mapped_from_the_file_not_copied(tmp_path, monkeypa
     fresh.refresh(store)
     assert _mapped(fresh.matrix) and _mapped(fresh.reduced)
     assert [fresh.search(q, 10) for q in queries] == before
-    # Appending copies into memory and keeps the mapped rows' answers.
+    # Rows appended after the mapped ones are searched with them.
     fill(store, clustered(np.random.default_rng(9), 10), 1500)
     fresh.refresh(store)
     assert len(fresh.ids) == 1510 and fresh.search(queries[0], 10)[0] == before[0][0]
