@@ -840,3 +840,28 @@ class Store:
             for old in older:
                 deleted += self.forget(old, now)
         return deleted
+
+    # -- badinput branch (issue 14 §5): doctor's vector check and forget's report scrub.
+    # One block so the store split can move it whole.
+    def wrong_length_embeddings(self, size: int) -> list[str]:
+        """Ids of fragments whose vector is not `size` bytes (an old import, a hand edit)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM fragments WHERE embedding IS NOT NULL AND length(embedding) != ?",
+            (size,))]
+
+    def clear_embeddings(self, ids: Sequence[str]) -> None:
+        """Drops these vectors, so that a backfill embeds the fragments again."""
+        with self.write():
+            self.conn.executemany("UPDATE fragments SET embedding = NULL WHERE id = ?",
+                                  [(i,) for i in ids])
+            self.bump_vector_epoch()
+
+    def consolidation_reports(self) -> list[tuple[int, str]]:
+        """(run id, report JSON) of every recorded consolidation run."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT id, report FROM consolidation_runs ORDER BY id")]
+
+    def set_consolidation_reports(self, reports: Sequence[tuple[int, str]]) -> None:
+        with self.write():
+            self.conn.executemany("UPDATE consolidation_runs SET report = ? WHERE id = ?",
+                                  [(text, rid) for rid, text in reports])
