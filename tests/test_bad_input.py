@@ -192,7 +192,7 @@ def test_the_stop_scan_is_linear_in_markers_on_one_line(tmp_path):
     # 4x the markers: linear is ~4x the time, the old quadratic scan ~16x (0.18 s at 40K).
     # The ratio leaves room for a noisy machine; the bound catches a return to quadratic.
     assert second / first < 8, (first, second)
-    assert first < 0.1, first
+    assert first < 0.3, first  # the old scan: 0.41–0.47 s here at 40K
 
 
 def test_a_stop_hook_on_a_line_of_160k_markers_returns_at_once(tmp_path, env):  # noqa: F811
