@@ -117,8 +117,9 @@ def _problem(snap: Snapshot, rows: int) -> str | None:
     """What makes the arrays unusable, or None. Every array is checked whole, not sampled:
     the index's own check compares a few dozen rows with the database, and a matrix one
     column wide passed it and then broke every search. The scan of the reduced vectors reads
-    pages that every query reads anyway (about 20 ms at 100K); the full int8 matrix needs
-    no scan, as every int8 is finite."""
+    pages that every query reads anyway: load() at 100K rows took 9-16 ms (medians, warm
+    page cache) against 0.2-0.3 ms with shape checks only. The full int8 matrix needs no
+    scan, as every int8 is finite."""
     import numpy as np
 
     from .types import EMBED_DIM
