@@ -249,3 +249,29 @@ def test_an_intact_snapshot_still_loads_after_the_checks(tmp_path, monkeypatch):
     fresh = search.VectorIndex(first.snapshot)
     fresh.refresh(store)
     assert fresh._snapshot_rows == 1500
+
+
+def test_a_vector_with_values_that_are_not_finite_is_dropped_and_the_fragment_kept(
+        memory, settings, tmp_path, clock):
+    ids = tree(memory)
+    backup = tmp_path / "backup.jsonl"
+    export(settings, backup)
+    header, records = read_export(backup)
+    poisoned = np.zeros(384, dtype="<f4")
+    poisoned[5] = np.nan  # one NaN makes every cosine with this row NaN
+    by_summary(records, "Nightly autovacuum on invoices")["embedding"] = base64.b64encode(
+        poisoned.tobytes()).decode()
+    by_summary(records, "React dashboard stack")["embedding"] = "not base64 at all!"
+    write_export(backup, header, records)
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    plan = plan_import(fresh, backup, now=clock())
+    assert plan.problems.skipped_rows == 0 and len(plan.fragments) == 8
+    assert plan.problems.dropped == {"an embedding with values that are not finite": 1,
+                                     "an embedding that is not base64 text": 1}
+    apply_import(fresh, plan)
+    store = Store(fresh.db_path)
+    try:
+        assert store.embedding_of(ids["vacuum"]) is None and store.embedding_of(ids["react"]) is None
+        assert store.embedding_of(ids["pg"]) == memory.reader.embedding_of(ids["pg"])
+    finally:
+        store.close()
