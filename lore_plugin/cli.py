@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -14,16 +13,9 @@ from pathlib import Path
 from . import render
 from .config import Settings, load_settings
 from .errors import LoreError
+from .opening import open_memory
 
 log = logging.getLogger("lore.cli")
-
-
-def open_memory(settings: Settings, project: str | None = None):  # noqa: ANN201
-    from .embedding import LocalEmbedder
-    from .memory import Memory
-
-    return Memory(settings.db_path, LocalEmbedder(settings.home / "models"),
-                  project=project or os.getcwd())
 
 
 def first_sentence(text: str, limit: int = 100) -> str:
