@@ -134,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     from .logs import setup_logging
+    from .private import lock_down
 
+    lock_down(settings.home, settings.db_path)
     setup_logging(settings.log_dir, "cli")
     args = build_parser().parse_args(argv)
     started = time.monotonic()

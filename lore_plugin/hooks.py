@@ -126,6 +126,9 @@ def on_session_end(event: HookEvent, settings: Settings) -> None:
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    from .private import lock_down
+
+    lock_down(settings.home, settings.db_path)  # once a session: repair what umask 022 made
     projects = None
     if event.transcript_path:
         projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0] if argv else "unknown"
     if os.environ.get("LORE_DISABLE", "") not in ("", "0"):  # as scripts/lore-launch reads it
         return 0  # Lore's own nested `claude -p`: never feed it back into memory
+    os.umask(0o077)  # before anything is created: the worker's log, a lock, the database
     settings = None
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)

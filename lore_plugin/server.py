@@ -460,9 +460,11 @@ def main() -> None:
     from .config import load_settings
     from .embedding import LocalEmbedder
     from .logs import setup_logging
+    from .private import lock_down
     from .transcript import project_key
 
     settings = load_settings()
+    lock_down(settings.home, settings.db_path)
     setup_logging(settings.log_dir, "server", stderr=True)
     project = project_key(os.getcwd())
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
