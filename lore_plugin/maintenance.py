@@ -16,6 +16,7 @@ from .config import Settings
 from .errors import InvalidInput
 from .locks import FileLock, temp_sibling
 from .private import create_private
+from .redact import redact
 from .store import Store
 
 FORMAT = "lore-export"
@@ -132,6 +133,8 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
                 if frag["embedding"] is not None:
                     frag["embedding"] = base64.b64encode(frag["embedding"]).decode()
                 frag["metadata"] = orjson.loads(frag["metadata"] or "{}")
+                # Rows kept before every write was redacted are scrubbed on their way out.
+                frag["summary"], frag["content"] = redact(frag["summary"]), redact(frag["content"])
                 fh.write(orjson.dumps({"fragment": frag}) + b"\n")
                 counts["fragments"] += 1
             for edge in store.export_edges():
