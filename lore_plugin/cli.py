@@ -35,10 +35,10 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
         store = memory.writer
         topic_id = store.find_by_summary(args.topic, depth=0)
         if topic_id is None:
-            topic_id = memory.store(args.topic, args.topic, depth=0).id
+            topic_id = memory.store(args.topic, args.topic, depth=0, source="remember").id
             print(f"new topic [{render.short_id(topic_id)}] {args.topic}")
         parent, depth = topic_id, 1
-    frag = memory.store(content, summary, parent_id=parent, depth=depth)
+    frag = memory.store(content, summary, parent_id=parent, depth=depth, source="remember")
     where = f" under [{render.short_id(frag.parent_id)}]" if frag.parent_id else ""
     print(f"remembered [{render.short_id(frag.id)}] {frag.summary}{where}")
     return 0

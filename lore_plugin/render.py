@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from .types import SOURCES, Fragment, ScoredFragment, TopicSummary, TreeNode, depth_name
+from .types import RESUMMARISED_AT, SOURCES, Fragment, ScoredFragment, TopicSummary, TreeNode, depth_name
 
 ID_CHARS = 12  # unique prefixes of 8+ characters are accepted back
 CONTENT_CHARS = 300
@@ -34,6 +34,8 @@ def source_label(frag: Fragment) -> str:
         label += ", inferred"
     if frag.confirmed_at is not None and frag.source not in ("user", "remember"):
         label += ", confirmed"
+    if frag.metadata.get(RESUMMARISED_AT):
+        label += ", summary by consolidation"
     return label
 
 

@@ -24,6 +24,7 @@ SOURCES = {
     "consolidation": "consolidation",  # written by the sleep cycle (merges, re-summaries)
 }
 BASES = ("stated", "observed", "inferred")  # extraction: said by the user, seen, or guessed
+RESUMMARISED_AT = "resummarised_at"  # metadata key: consolidation rewrote this topic's text
 
 
 def depth_name(depth: int) -> str:

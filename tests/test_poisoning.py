@@ -117,7 +117,7 @@ async def test_poisoned_text_comes_back_only_as_recalled_data_with_its_source(
                           input=json.dumps(start).encode(), capture_output=True, timeout=60)
     brief = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "Test workflow" in brief and "from: user said" in brief
-    assert POISON not in brief  # the agent-stored topic named by the poison stays out
+    assert "evil.example" not in brief  # the agent-stored topic named by the poison stays out
     assert BLOCK.search(brief) and "Test workflow" not in outside_blocks(brief)
 
 

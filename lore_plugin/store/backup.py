@@ -15,7 +15,7 @@ class Backup(Vectors):
     EXPORT_COLUMNS = ("id", "content", "summary", "depth", "embedding", "created_at",
                       "last_accessed", "access_count", "source_session", "superseded_by",
                       "metadata", "importance", "relevance_score", "decay_rate",
-                      "last_reinforced", "project")
+                      "last_reinforced", "project", "source", "basis", "confirmed_at")
 
     def export_fragments(self) -> Iterator[dict[str, Any]]:
         cols = ", ".join(self.EXPORT_COLUMNS)
@@ -42,12 +42,17 @@ class Backup(Vectors):
                     watermarks: Sequence[dict[str, Any]]) -> None:
         """Adds what is not there yet, in one transaction. Supersession pointers are set after
         every fragment exists, so the order of the file does not matter."""
+        from ..redact import redact
+
         cols = self.EXPORT_COLUMNS
+        text = ("summary", "content")  # imported text is redacted like every other write
         with self.write():
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO fragments ({', '.join(cols)}) VALUES "
                 f"({', '.join('?' * len(cols))})",
-                [tuple(None if c == "superseded_by" else f.get(c) for c in cols) for f in fragments])
+                [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and
+                       isinstance(f.get(c), str) else f.get(c) for c in cols)
+                 for f in map(_provenance, fragments)])
             self.conn.executemany(
                 "UPDATE fragments SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
                 [(f["superseded_by"], f["id"]) for f in fragments if f.get("superseded_by")])
@@ -62,3 +67,15 @@ class Backup(Vectors):
                 "excluded.byte_offset)",
                 [(w["file_path"], w["byte_offset"], w["last_processed"]) for w in watermarks])
             self.bump_vector_epoch()
+
+
+def _provenance(row: dict[str, Any]) -> dict[str, Any]:
+    """A row restored from Lore's own backup keeps its source; one without a known source is
+    labelled as imported. Basis and confirmation must be what Lore itself would write."""
+    from ..types import BASES, SOURCES
+
+    confirmed = row.get("confirmed_at")
+    return {**row, "source": row.get("source") if row.get("source") in SOURCES else "import",
+            "basis": row.get("basis") if row.get("basis") in BASES else None,
+            "confirmed_at": confirmed if isinstance(confirmed, int | float)
+            and not isinstance(confirmed, bool) and 0 <= confirmed < 1e11 else None}

@@ -8,9 +8,9 @@ import re
 from collections.abc import Sequence
 
 from ..errors import AmbiguousId, InvalidInput, NotFound
-from .connection import new_id
+from .connection import IN_CHUNK, new_id
 from .hierarchy import Hierarchy
-from .rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, row_to_fragment
+from .rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
 from .vectors import Vectors
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -32,17 +32,22 @@ def _decay_rate_for(importance: float) -> float:
 class Fragments(Hierarchy, Vectors):
     def insert(self, new: NewFragment, now: float, embedding: bytes | None = None,
                parent_id: str | None = None) -> str:
+        """Every fragment is written here, whoever made it (ingestion, store_memory, lore
+        remember, consolidation), so this is where its text is redacted."""
+        from ..redact import redact
+
         fid = new.id or new_id()
         created = new.created_at if new.created_at is not None else now
         with self.write():
             self.conn.execute(
                 "INSERT INTO fragments (id, content, summary, depth, embedding, created_at, "
                 "last_accessed, access_count, source_session, metadata, importance, "
-                "relevance_score, decay_rate, last_reinforced, project) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?)",
-                (fid, new.content, new.summary, new.depth, embedding, created, created,
-                 new.source_session, json.dumps(new.metadata), new.importance,
-                 new.importance * 1.3, _decay_rate_for(new.importance), created, new.project),
+                "relevance_score, decay_rate, last_reinforced, project, source, basis, "
+                "confirmed_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (fid, redact(new.content), redact(new.summary), new.depth, embedding, created,
+                 created, new.source_session, json.dumps(new.metadata), new.importance,
+                 new.importance * 1.3, _decay_rate_for(new.importance), created, new.project,
+                 new.source, new.basis, new.confirmed_at),
             )
             if parent_id is not None:
                 self.link(parent_id, fid, "hierarchical", 1.0, now)
@@ -69,7 +74,7 @@ class Fragments(Hierarchy, Vectors):
         rows = self._rows_in(
             f"SELECT {columns}, (SELECT source FROM edges WHERE target = f.id AND "
             "kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN (%s)", ids)
-        return {row[0]: row_to_fragment(row, row[15]) for row in rows}
+        return {row[0]: row_to_fragment(row, row[PARENT]) for row in rows}
 
     def resolve_id(self, given: str) -> str:
         """Accepts a full id or a unique prefix of 8+ characters."""
@@ -125,6 +130,10 @@ class Fragments(Hierarchy, Vectors):
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:
+        from ..redact import redact
+
+        summary = None if summary is None else redact(summary)
+        content = None if content is None else redact(content)
         with self.write():
             if summary is not None:
                 self.conn.execute("UPDATE fragments SET summary = ? WHERE id = ?", (summary, fid))
@@ -133,6 +142,18 @@ class Fragments(Hierarchy, Vectors):
             if embedding is not None:
                 self.conn.execute("UPDATE fragments SET embedding = ? WHERE id = ?", (embedding, fid))
                 self.bump_vector_epoch()
+
+    def confirm(self, ids: Sequence[str], now: float) -> int:
+        """Marks fragments as confirmed by the user (or restated in a later conversation);
+        the first confirmation's time is kept."""
+        with self.write():
+            before = self.conn.total_changes()
+            for chunk in range(0, len(ids), IN_CHUNK):
+                part = list(ids[chunk:chunk + IN_CHUNK])
+                self.conn.execute(
+                    f"UPDATE fragments SET confirmed_at = ? WHERE confirmed_at IS NULL AND id IN "
+                    f"({', '.join('?' * len(part))})", (now, *part))
+            return int(self.conn.total_changes() - before)
 
     def set_metadata(self, fid: str, metadata: dict[str, Any]) -> None:
         with self.write():

@@ -17,8 +17,10 @@ if TYPE_CHECKING:
 
 FRAGMENT_COLUMNS = (
     "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
-    "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata"
+    "decay_rate, last_reinforced, relevance_score, source_session, superseded_by, project, metadata, "
+    "source, basis, confirmed_at"
 )
+PARENT = 18  # the index of a parent id appended after the columns
 # The numbers alone: content and summary empty, metadata NULL.
 FRAGMENT_NUMBERS = FRAGMENT_COLUMNS.replace("content, summary", "'', ''").replace(
     "metadata", "NULL")
@@ -35,4 +37,5 @@ def row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragmen
         last_accessed=row[5], access_count=row[6], importance=row[7], decay_rate=row[8],
         last_reinforced=row[9], relevance_score=row[10], source_session=row[11],
         superseded_by=row[12], project=row[13], metadata=meta, parent_id=parent_id,
+        source=row[15], basis=row[16], confirmed_at=row[17],
     )
