@@ -13,7 +13,7 @@ from lore_plugin.config import Settings, load_settings
 from lore_plugin.consolidate import consolidate
 from lore_plugin.ingest import Ingestor
 from lore_plugin.llm import FakeLLM
-from lore_plugin.maintenance import export, plan_import, apply_import
+from lore_plugin.maintenance import apply_import, export, plan_import
 from lore_plugin.memory import Memory
 from lore_plugin.render import recalled, source_label
 from lore_plugin.store import Store
