@@ -63,7 +63,7 @@ def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = 
             targets = [".".join([*base, alias.name]) if ".".join([*base, alias.name]) in known
                        else ".".join(base) or "lore_plugin" for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lore_plugin."):
-            targets = [node.module.removeprefix("lore_plugin.")]  # type: ignore[union-attr]
+            targets = [str(node.module).removeprefix("lore_plugin.")]
         else:
             continue
         if strict:
