@@ -4,13 +4,21 @@ characters, plus anything the user must fix. Reads only; never needs the model."
 from __future__ import annotations
 
 from .config import Settings
-from .render import clip, plural, short_id
+from .render import RECALLED_NOTICE, clip, plural, recalled, short_id, source_label
+from .types import Fragment
 
 LIMIT = 1500
 TOPICS = 8
 HOW_TO = ("Before answering about earlier work, decisions or this codebase, call "
           "query_memory(topic, depth=1), then traverse_memory(id, 'children') to drill down; "
           "store_memory records new decisions.")
+
+
+def trusted_for_brief(frag: Fragment) -> bool:
+    """The brief is read before the user says anything, so it holds only knowledge the user
+    stands behind: what an agent stored on its own or the extractor inferred stays out until
+    the user confirms it or a later conversation restates it."""
+    return frag.confirmed_at is not None or (frag.source != "agent" and frag.basis != "inferred")
 
 
 def session_brief(settings: Settings, cwd: str | None) -> str | None:
@@ -25,7 +33,9 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
-            topics = memory.topics(limit=TOPICS)
+            # Ask for more than are shown: untrusted topics are dropped below.
+            topics = [t for t in memory.topics(limit=TOPICS * 3)
+                      if trusted_for_brief(t.fragment)][:TOPICS]
             total, here = memory.reader.topic_totals(project)
             warnings = problems(settings, memory.reader)  # on the connection already open
         finally:
@@ -39,12 +49,13 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
             + (f" ({here} from this project)" if here else "") + ". Top topics:")
     tail.insert(0, HOW_TO)
     body: list[str] = []
-    budget = LIMIT - len(head) - sum(len(x) + 1 for x in tail) - 1
+    frame = len(recalled("", RECALLED_NOTICE))
+    budget = LIMIT - frame - len(head) - sum(len(x) + 1 for x in tail) - 1
     for t in topics:
         line = (f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} "
-                f"({plural(t.fragment_count, 'fragment')})")
+                f"({plural(t.fragment_count, 'fragment')}, from: {source_label(t.fragment)})")
         if len(line) + 1 > budget:
             break
         body.append(line)
         budget -= len(line) + 1
-    return "\n".join([head, *body, *tail])[:LIMIT]
+    return "\n".join([recalled("\n".join([head, *body])), *tail])[:LIMIT]

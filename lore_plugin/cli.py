@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -14,16 +13,9 @@ from pathlib import Path
 from . import render
 from .config import Settings, load_settings
 from .errors import LoreError
+from .opening import open_memory
 
 log = logging.getLogger("lore.cli")
-
-
-def open_memory(settings: Settings, project: str | None = None):  # noqa: ANN201
-    from .embedding import LocalEmbedder
-    from .memory import Memory
-
-    return Memory(settings.db_path, LocalEmbedder(settings.home / "models"),
-                  project=project or os.getcwd())
 
 
 def first_sentence(text: str, limit: int = 100) -> str:
@@ -43,10 +35,10 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
         store = memory.writer
         topic_id = store.find_by_summary(args.topic, depth=0)
         if topic_id is None:
-            topic_id = memory.store(args.topic, args.topic, depth=0).id
+            topic_id = memory.store(args.topic, args.topic, depth=0, source="remember").id
             print(f"new topic [{render.short_id(topic_id)}] {args.topic}")
         parent, depth = topic_id, 1
-    frag = memory.store(content, summary, parent_id=parent, depth=depth)
+    frag = memory.store(content, summary, parent_id=parent, depth=depth, source="remember")
     where = f" under [{render.short_id(frag.parent_id)}]" if frag.parent_id else ""
     print(f"remembered [{render.short_id(frag.id)}] {frag.summary}{where}")
     return 0
@@ -142,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     from .logs import setup_logging
+    from .private import lock_down
 
+    lock_down(settings.home, settings.db_path)
     setup_logging(settings.log_dir, "cli")
     args = build_parser().parse_args(argv)
     started = time.monotonic()

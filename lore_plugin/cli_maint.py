@@ -74,7 +74,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from .maintenance import doctor
 
     def embed(store) -> int:  # noqa: ANN001
-        from .cli import open_memory
+        from .opening import open_memory
 
         memory = open_memory(settings)
         try:

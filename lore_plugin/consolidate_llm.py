@@ -32,10 +32,9 @@ from .llm import LLM
 from .memory import embedding_text
 from .render import clip
 from .store import Store
-from .types import Fragment
+from .types import RESUMMARISED_AT, Fragment
 
 log = logging.getLogger(__name__)
-RESUMMARISED_AT = "resummarised_at"
 CHECKED_AT = "contradictions_checked_at"
 MAX_CALLS = 10  # per phase and run: a big backlog drains over several cycles
 FAILURES_IN_A_ROW = 2  # one bad batch is skipped; two in a row means the LLM is down

@@ -55,6 +55,15 @@ Content = Annotated[_ContentText | None, BeforeValidator(_blank_to_none)]
 Importance = Annotated[Literal["high", "medium", "low"], BeforeValidator(_lower)]
 
 
+def _known_basis(value: Any) -> Any:
+    # Older answers have no basis, and an odd one is no reason to lose the whole batch.
+    value = _lower(value)
+    return value if value in ("stated", "observed", "inferred") else "observed"
+
+
+Basis = Annotated[Literal["stated", "observed", "inferred"], BeforeValidator(_known_basis)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
 
@@ -63,12 +72,14 @@ class Detail(_Model):
     summary: Summary
     content: Content = None
     importance: Importance
+    basis: Basis = "observed"
 
 
 class Fact(_Model):
     summary: Summary
     content: Content = None
     importance: Importance
+    basis: Basis = "observed"
     details: Annotated[list[Detail], BeforeValidator(_null_to_empty)] = []
 
 
@@ -123,8 +134,15 @@ _IMPORTANCE = {
     "description": "high: decisions, preferences, hard-won facts; low: minor detail",
 }
 _CONTENT = _string("optional paragraph with the specifics worth keeping", CONTENT_MAX)
+_BASIS = {
+    "type": "string",
+    "enum": ["stated", "observed", "inferred"],
+    "description": "stated: the user said it; observed: seen in the session (output, code, "
+                   "the assistant's checked explanation); inferred: your own guess",
+}
 _DETAIL = _node(
-    {"summary": _string("one line", SUMMARY_MAX), "content": _CONTENT, "importance": _IMPORTANCE},
+    {"summary": _string("one line", SUMMARY_MAX), "content": _CONTENT, "importance": _IMPORTANCE,
+     "basis": _BASIS},
     ["summary", "importance"],
 )
 _FACT = _node(
@@ -132,6 +150,7 @@ _FACT = _node(
         "summary": _string("one self-contained statement", SUMMARY_MAX),
         "content": _CONTENT,
         "importance": _IMPORTANCE,
+        "basis": _BASIS,
         "details": {"type": "array", "items": _DETAIL},
     },
     ["summary", "importance"],

@@ -164,6 +164,9 @@ def on_session_end(event: HookEvent, settings: Settings) -> None:
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    from .private import lock_down
+
+    lock_down(settings.home, settings.db_path)  # once a session: repair what umask 022 made
     projects = None
     if event.transcript_path:
         projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
@@ -197,10 +200,12 @@ def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> No
             from .configfile import read_values
 
             log_dir = Path(read_values(dict(os.environ))[0]["home"]) / "logs"
+        from .redact import redact
+
         log_dir.mkdir(parents=True, exist_ok=True)
         with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name} failed: "
-                     f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}\n")
+            fh.write(redact(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name} failed: "
+                            f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}\n"))
     except Exception:  # nowhere to log: stay silent rather than break the session
         pass
 
@@ -210,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     name = argv[0] if argv else "unknown"
     if os.environ.get("LORE_DISABLE", "") not in ("", "0"):  # as scripts/lore-launch reads it
         return 0  # Lore's own nested `claude -p`: never feed it back into memory
+    os.umask(0o077)  # before anything is created: the worker's log, a lock, the database
     settings = None
     try:
         raw = sys.stdin.buffer.read(MAX_STDIN)

@@ -197,6 +197,11 @@ def check_fragment(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     if metadata is not None and not isinstance(metadata, dict):
         raise BadRow("metadata is not a JSON object")
     frag["metadata"] = metadata or {}
+    # Provenance is checked where it is written (store/backup.py): a row from Lore's own backup
+    # keeps its source, anything else is labelled as imported.
+    for key in ("source", "basis", "confirmed_at"):
+        if key in row:
+            frag[key] = row[key]
     return frag
 
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import relevance as rel
 from .config import Settings
@@ -26,10 +26,14 @@ from .store import Store
 from .transcript import Delta, project_key, read_delta, render_turns
 from .types import NewFragment, ScoredFragment, Turn
 
+if TYPE_CHECKING:
+    from .extract import Fact
+
 log = logging.getLogger(__name__)
 MAX_PROMPT_CHARS = 60_000
 MAX_TURN_CHARS = 8_000
 MIN_BATCH_BYTES = 16 * 1024
+SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
 TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
 CORRECTION_MATCH = 0.55
 RELATION_MATCH = 0.6
@@ -154,36 +158,50 @@ class Ingestor:
         when = _timestamp(delta, self.clock())
         meta = {"transcript": key, "offsets": [delta.start_offset, delta.end_offset]}
         planned: list[_Planned] = []
+        confirmed: list[str] = []  # existing knowledge the user restated in this delta
+        subagent = SUBAGENT_DIR in key
 
         def plan(summary: str, content: str | None, depth: int, importance: str,
                  parent_key: int | None = None, parent_id: str | None = None,
-                 parent_summary: str | None = None) -> int:
+                 parent_summary: str | None = None, basis: str = "observed") -> int:
+            source = "subagent" if subagent else "user" if basis == "stated" else "assistant"
             new = NewFragment(content=content or summary, summary=summary, depth=depth,
                               importance=rel.importance_value(importance),
                               source_session=session_id, project=memory.project,
-                              metadata=meta, created_at=when)
+                              metadata=meta, created_at=when, source=source, basis=basis)
             planned.append(_Planned(len(planned), new, parent_key, parent_id, parent_summary))
             return len(planned) - 1
 
         topic_of: dict[str, tuple[int | None, str | None]] = {}
         for topic in extraction.topics:
             about = " — ".join(x for x in (topic.summary, topic.content) if x)
+            topic_basis = strongest_basis([f for c in topic.concepts for f in c.facts])
             existing = self._match_topic(memory, topic.name, about)
-            tkey = None if existing else plan(topic.name, about, 0, topic.importance)
+            if existing is None and topic_basis == "inferred":
+                log.info("not creating topic %r: it holds only inferences", topic.name)
+                continue  # a guess never becomes a topic by itself
+            if existing and topic_basis == "stated":
+                confirmed.append(existing)
+            tkey = None if existing else plan(topic.name, about, 0, topic.importance,
+                                              basis=topic_basis)
             topic_of[topic.name.lower()] = (tkey, existing)
             for concept in topic.concepts:
                 about = " — ".join(x for x in (concept.summary, concept.content) if x)
                 found = existing and store.find_by_summary(concept.name, 1, existing)
                 ckey = None if found else plan(concept.name, about, 1, concept.importance,
-                                               tkey, existing, topic.name)
+                                               tkey, existing, topic.name,
+                                               basis=strongest_basis(concept.facts))
                 for fact in concept.facts:
-                    if found and store.find_by_summary(fact.summary, 2, found):
-                        continue  # already known: re-extraction of the same fact
+                    known = found and store.find_by_summary(fact.summary, 2, found)
+                    if known:  # already known: re-extraction of the same fact
+                        if fact.basis == "stated":
+                            confirmed.append(known)
+                        continue
                     fkey = plan(fact.summary, fact.content, 2, fact.importance, ckey,
-                                found or None, concept.name)
+                                found or None, concept.name, basis=fact.basis)
                     for detail in fact.details:
                         plan(detail.summary, detail.content, 3, detail.importance, fkey, None,
-                             fact.summary)
+                             fact.summary, basis=detail.basis)
         corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
         self._embed(planned)
         # Everything the write below needs from the model or a search, got before it starts:
@@ -210,7 +228,8 @@ class Ingestor:
                         NewFragment(content=correction.new, summary=correction.new,
                                     depth=old.depth, importance=old.importance,
                                     source_session=session_id, project=memory.project,
-                                    metadata=meta, created_at=when),
+                                    metadata=meta, created_at=when,
+                                    source="subagent" if subagent else "user", basis="stated"),
                         now, None if vector is None else to_blob(vector), old.parent_id)
                     planned.append(_Planned(len(planned), NewFragment("", "", 0), fid=new_id))
                 store.supersede(old.id, new_id, now)
@@ -222,6 +241,8 @@ class Ingestor:
                 if a and b and a != b:
                     store.link(a, b, "associative", 0.6, now)
                     links += 1
+            if confirmed:
+                store.confirm(confirmed, now)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
         return sum(1 for p in planned if p.new.summary), supersessions, links
@@ -323,3 +344,13 @@ class Ingestor:
             return
         for item, vector in zip(planned, vectors):
             item.vector = vector
+
+
+def strongest_basis(facts: list[Fact]) -> str:
+    """A topic or concept is as well founded as the best fact under it: one thing the user
+    said makes it stated; a branch of nothing but guesses stays inferred."""
+    bases = {f.basis for f in facts} | {d.basis for f in facts for d in f.details}
+    for basis in ("stated", "observed"):
+        if basis in bases:
+            return basis
+    return "inferred" if bases else "observed"

@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from .config import Settings
 from .errors import BudgetExceeded, LLMError, LLMUnavailable
+from .private import private_dir
 
 HOUR = 3600.0
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -158,8 +159,9 @@ class ClaudeCliLLM:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.claude_path, self.model, self.timeout = claude_path, model, timeout
-        # A neutral cwd keeps the project's CLAUDE.md out of a prompt that does not need it.
-        self._cwd = cwd or tempfile.gettempdir()
+        # A neutral cwd keeps the project's CLAUDE.md out of a prompt that does not need it. It
+        # is never the shared temp folder: another user could plant a CLAUDE.md or settings there.
+        self._cwd = cwd or tempfile.mkdtemp(prefix="lore-claude-")
         self._env = env
 
     def command(self, system: str, tool: Tool) -> list[str]:
@@ -403,11 +405,18 @@ def pick_llm(
             claude,
             settings.claude_model,
             settings.llm_timeout_secs * 3,
-            cwd=settings.home if settings.home.is_dir() else None,
+            cwd=_private_cwd(settings.home),
             env=env,
         )
         return GuardedLLM(inner, guard)
     raise LLMUnavailable(f"extraction is {_paused_reason(settings)}")
+
+
+def _private_cwd(home: Path) -> str | None:
+    try:
+        return str(private_dir(home / "claude-cwd"))
+    except OSError:
+        return None  # a read-only home: ClaudeCliLLM makes a private temporary folder instead
 
 
 def _paused_reason(settings: Settings) -> str:

@@ -9,11 +9,21 @@ import sys
 from pathlib import Path
 
 
+class RedactingFormatter(logging.Formatter):
+    """Log lines pass through redact() too: an error message or a traceback can quote the text
+    that was being processed, secrets included."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from .redact import redact
+
+        return redact(super().format(record))
+
+
 def setup_logging(log_dir: Path, name: str, stderr: bool = False,
                   level: int = logging.INFO) -> None:
     root = logging.getLogger()
     root.setLevel(level)
-    fmt = logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+    fmt = RedactingFormatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
         handler: logging.Handler = logging.handlers.RotatingFileHandler(

@@ -11,10 +11,12 @@ from typing import Any
 
 import orjson
 
-from . import importcheck, vector_snapshot
+from . import importcheck, private, vector_snapshot
 from .config import Settings
 from .errors import InvalidInput
 from .locks import FileLock, temp_sibling
+from .private import create_private
+from .redact import redact
 from .render import clip
 from .store import Store
 from .types import EMBED_BYTES
@@ -46,9 +48,10 @@ class ImportPlan:
 def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None
            ) -> list[Finding]:
     """Every check reports; with `fix`, each repairable problem is repaired in place."""
-    found: list[Finding] = []
+    found: list[Finding] = [_file_modes(settings, fix)]
     if not settings.db_path.exists():
-        return [Finding("database", True, f"{settings.db_path} does not exist yet (nothing to check)")]
+        return [*found, Finding("database", True,
+                                f"{settings.db_path} does not exist yet (nothing to check)")]
     store = Store(settings.db_path)
     try:
         problems = [p for p in store.integrity_check() if p != "ok"]
@@ -96,6 +99,21 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
     return found
 
 
+def _file_modes(settings: Settings, fix: bool) -> Finding:
+    """Everything under LORE_HOME, and the database wherever it is, is owner-only."""
+    loose = private.loose_paths(settings.home, settings.db_path, deep=True)
+    if not loose:
+        return Finding("file modes", True, "owner-only (no group or other access)")
+    shown = ", ".join(str(p) for p in loose[:3]) + (" …" if len(loose) > 3 else "")
+    finding = Finding("file modes", False, f"{len(loose)} paths readable by others: {shown}")
+    if fix:
+        private.repair(settings.home, settings.db_path, deep=True)
+        left = private.loose_paths(settings.home, settings.db_path, deep=True)
+        finding.fixed = not left
+        finding.detail += "; made owner-only" if not left else f"; {len(left)} could not be changed"
+    return finding
+
+
 def _stale_locks(settings: Settings, fix: bool) -> Finding:
     """Lock files are freed by the OS when their holder dies, so a lock file nobody holds is
     harmless; a held one whose recorded PID is gone would be a real problem."""
@@ -118,13 +136,16 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
     store = Store(settings.db_path, readonly=True)
     counts = {"fragments": 0, "edges": 0, "watermarks": 0}
     tmp = temp_sibling(out)
+    fd = create_private(tmp)  # before `try`: a name we could not create is not ours to remove
     try:
-        with store.read(), open(tmp, "wb") as fh:
+        with store.read(), open(fd, "wb") as fh:
             fh.write(orjson.dumps({"format": FORMAT, "version": VERSION, "exported_at": time.time()}) + b"\n")
             for frag in store.export_fragments():
                 if frag["embedding"] is not None:
                     frag["embedding"] = base64.b64encode(frag["embedding"]).decode()
                 frag["metadata"] = orjson.loads(frag["metadata"] or "{}")
+                # Rows kept before every write was redacted are scrubbed on their way out.
+                frag["summary"], frag["content"] = redact(frag["summary"]), redact(frag["content"])
                 fh.write(orjson.dumps({"fragment": frag}) + b"\n")
                 counts["fragments"] += 1
             for edge in store.export_edges():

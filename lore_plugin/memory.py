@@ -16,6 +16,7 @@ from typing import Any
 from . import relevance as rel
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
+from .redact import redact
 from .search import Fusion, VectorIndex, fts_expression
 from .store import Store
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
@@ -377,10 +378,14 @@ class Memory:
 
     def store(self, content: str, summary: str, parent_id: str | None = None,
               depth: int = 2, importance: float = 0.6, source_session: str | None = None,
-              metadata: dict[str, Any] | None = None) -> Fragment:
+              metadata: dict[str, Any] | None = None, source: str = "agent") -> Fragment:
         """Stores one fragment. With no parent, depth 0 makes a new topic; a deeper fragment
-        is placed under the best-matching fragment one level up."""
+        is placed under the best-matching fragment one level up. `source` says who decided to
+        keep it (types.SOURCES): the agent through store_memory, or the user ("remember"),
+        whose word counts as confirmed."""
         content, summary = _check_text(content, "content"), _check_text(summary, "summary")
+        # Redacted before it is embedded or compared, not only when the store writes it.
+        content, summary = redact(content), redact(summary)
         _check_range(depth, "depth", 0, MAX_DEPTH)
         parent: Fragment | None = None
         if parent_id:
@@ -408,7 +413,8 @@ class Memory:
         vector = self.embed_one(embedding_text(summary, content, parent.summary if parent else None))
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,
-                          metadata=metadata or {})
+                          metadata=metadata or {}, source=source,
+                          confirmed_at=self.clock() if source == "remember" else None)
         fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
                                  parent.id if parent else None)
         return self.writer.get(fid)

@@ -93,6 +93,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX idx_fragments_unembedded ON fragments(id) WHERE embedding IS NULL;
     CREATE INDEX idx_fragments_summary ON fragments(lower(summary), depth);
     """,
+    # 4: provenance: where each fragment came from (types.SOURCES), what extraction based it on
+    # (types.BASES), and when the user confirmed it; NULL for knowledge kept before
+    """
+    ALTER TABLE fragments ADD COLUMN source TEXT;
+    ALTER TABLE fragments ADD COLUMN basis TEXT;
+    ALTER TABLE fragments ADD COLUMN confirmed_at REAL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

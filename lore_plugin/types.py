@@ -13,6 +13,21 @@ EMBED_BYTES = EMBED_DIM * 4  # a stored vector: little-endian float32
 DEPTH_NAMES = ("topic", "concept", "fact")  # depth 0, 1, 2; anything deeper is a detail
 
 
+# Where a fragment came from: the trust label every answer shows. What the user said outranks
+# what the assistant explained, which outranks what an agent stored on its own.
+SOURCES = {
+    "user": "user said",  # the user's words in a conversation
+    "assistant": "assistant",  # the assistant's explanation in a conversation
+    "subagent": "subagent",  # a subagent's transcript
+    "agent": "agent-stored",  # store_memory: the agent decided to keep it
+    "remember": "user, lore remember",  # the user typed it into the CLI
+    "import": "imported",
+    "consolidation": "consolidation",  # written by the sleep cycle (merges, re-summaries)
+}
+BASES = ("stated", "observed", "inferred")  # extraction: said by the user, seen, or guessed
+RESUMMARISED_AT = "resummarised_at"  # metadata key: consolidation rewrote this topic's text
+
+
 def depth_name(depth: int) -> str:
     return DEPTH_NAMES[depth] if depth < len(DEPTH_NAMES) else "detail"
 
@@ -35,6 +50,9 @@ class Fragment:
     project: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     parent_id: str | None = None  # filled by queries that join the hierarchy
+    source: str | None = None  # one of SOURCES; None for knowledge kept before provenance
+    basis: str | None = None  # one of BASES, for extracted knowledge
+    confirmed_at: float | None = None  # when the user confirmed or a conversation restated it
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,9 @@ class NewFragment:
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: float | None = None  # defaults to now
     id: str | None = None  # defaults to a fresh uuid4 hex
+    source: str | None = None
+    basis: str | None = None
+    confirmed_at: float | None = None
 
 
 @dataclass(frozen=True)

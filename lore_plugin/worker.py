@@ -19,6 +19,7 @@ from .config import Settings, load_settings
 from .errors import LLMUnavailable, LoreError
 from .locks import transcript_lock
 from .logs import setup_logging
+from .private import lock_down
 
 log = logging.getLogger("lore.worker")
 
@@ -125,6 +126,7 @@ class Worker:
 
 def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
+    lock_down(settings.home, settings.db_path)
     setup_logging(settings.log_dir, "worker")
     parser = argparse.ArgumentParser(prog="lore-worker")
     sub = parser.add_subparsers(dest="job", required=True)

@@ -12,13 +12,16 @@ import pytest
 from tests.conftest import PYTHON, ROOT, python_env
 
 PACKAGE = ROOT / "lore_plugin"
-# Which module may import which outside library.
-OWNERS = {"apsw": {"store.py"}, "anthropic": {"llm.py"}, "mcp": {"server.py"},
-          "onnxruntime": {"embedding.py"}, "tokenizers": {"embedding.py"},
-          "fastembed": {"embedding.py"}}
+# Which module or subpackage (relative to lore_plugin) may import which outside library.
+OWNERS = {"apsw": {"store"}, "anthropic": {"llm"}, "mcp": {"server"},
+          "onnxruntime": {"embedding"}, "tokenizers": {"embedding"}, "fastembed": {"embedding"}}
 # The pure core imports nothing from the rest of the package.
 PURE = {"types.py": set(), "errors.py": set(), "relevance.py": set(), "schema.py": set()}
 HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic")
+MAX_LINES = 400
+# Modules still over MAX_LINES, each waiting for its own split; none may pass OVERSIZE_CEILING.
+OVERSIZE = {"consolidate", "llm", "memory", "search", "server"}
+OVERSIZE_CEILING = 500
 
 
 def imports_of(path: Path) -> set[str]:
@@ -32,11 +35,55 @@ def imports_of(path: Path) -> set[str]:
     return names
 
 
+def modules() -> dict[str, Path]:
+    """Every module of the package, subpackages included, by dotted name below lore_plugin
+    ("store" for store/__init__.py, "store.fragments" for store/fragments.py)."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts) or "lore_plugin"] = path  # the package's own __init__
+    return found
+
+
+def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = False) -> set[str]:
+    """The package's modules that `name` imports anywhere (lazy and type-only imports too),
+    relative imports resolved. `strict` fails on a relative import that names no module."""
+    package = [] if name == "lore_plugin" else name.split(".")
+    package = package if path.name == "__init__.py" else package[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [alias.name.removeprefix("lore_plugin.") for alias in node.names
+                       if alias.name.startswith("lore_plugin.")]
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - node.level + 1] + (node.module or "").split(".")
+            base = [p for p in base if p]
+            targets = [".".join([*base, alias.name]) if ".".join([*base, alias.name]) in known
+                       else ".".join(base) or "lore_plugin" for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lore_plugin."):
+            targets = [str(node.module).removeprefix("lore_plugin.")]
+        else:
+            continue
+        if strict:
+            assert all(t in known for t in targets), (name, node.lineno, targets)
+        found |= {t for t in targets if t in known and t != name}
+    return found
+
+
 @pytest.mark.parametrize("library", sorted(OWNERS))
 def test_each_outside_library_is_imported_by_one_module_only(library):
-    users = {p.name for p in PACKAGE.glob("*.py")
-             if any(n == library or n.startswith(library + ".") for n in imports_of(p))}
-    assert users <= OWNERS[library], users
+    users = {name for name, path in modules().items()
+             if any(n == library or n.startswith(library + ".") for n in imports_of(path))}
+    owners = OWNERS[library]
+    assert all(u.split(".")[0] in owners for u in users), users
+
+
+def test_apsw_stays_inside_the_store_package():
+    """The rule above, seen from the storage side: the package really is the apsw user."""
+    users = {name for name, path in modules().items() if "apsw" in imports_of(path)}
+    assert users and all(u.startswith("store.") for u in users), users
 
 
 @pytest.mark.parametrize("module", sorted(PURE))
@@ -46,16 +93,61 @@ def test_the_pure_core_does_not_reach_outwards(module):
 
 
 def test_no_core_module_imports_the_entry_points():
-    entry = {".server", ".hooks", ".cli", ".cli_ops", ".cli_maint", ".worker"}
-    for path in PACKAGE.glob("*.py"):
-        if "." + path.stem in entry:
+    entry = {"server", "hooks", "cli", "cli_ops", "cli_maint", "worker"}
+    known = modules()
+    for name, path in known.items():
+        if name in entry:
             continue
-        assert not imports_of(path) & entry, path.name
+        assert not local_imports(name, path, known) & entry, name
 
 
 def test_every_module_stays_readable_in_size():
-    sizes = {p.name: len(p.read_text().splitlines()) for p in PACKAGE.glob("*.py")}
-    assert all(n < 900 for n in sizes.values()), sizes
+    sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    over = {name: n for name, n in sizes.items() if n > MAX_LINES}
+    assert set(over) <= OVERSIZE, over
+    assert all(n <= OVERSIZE_CEILING for n in over.values()), over
+
+
+def test_the_oversize_list_names_only_modules_still_over_the_limit():
+    """A module split below the limit leaves the list, so the list only ever shrinks."""
+    sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    assert {name for name in OVERSIZE if sizes.get(name, 0) <= MAX_LINES} == set()
+
+
+def test_the_modules_import_one_another_without_a_circle():
+    known = modules()
+    graph = {name: local_imports(name, path, known) for name, path in known.items()}
+    done: set[str] = set()
+
+    def walk(name: str, trail: list[str]) -> None:
+        if name in trail:
+            raise AssertionError("import circle: " + " -> ".join(trail[trail.index(name):] + [name]))
+        if name in done:
+            return
+        for other in sorted(graph[name]):
+            walk(other, [*trail, name])
+        done.add(name)
+
+    for name in sorted(graph):
+        walk(name, [])
+
+
+def test_every_relative_import_names_a_module_of_the_package():
+    """Also the lazy ones inside functions, which importing a module does not run."""
+    known = modules()
+    for name, path in known.items():
+        local_imports(name, path, known, strict=True)
+
+
+def test_the_import_graph_sees_relative_imports_of_every_shape():
+    """The circle test is only as good as the graph: check it resolves `from . import x`,
+    `from .x import y`, `from ..x import y` inside a subpackage, and lazy imports."""
+    known = modules()
+    assert "render" in local_imports("cli", known["cli"], known)  # from . import render
+    assert "cli_maint" in local_imports("cli", known["cli"], known)  # lazy, in a function
+    assert {"errors", "store.connection"} <= local_imports(
+        "store.fragments", known["store.fragments"], known)  # ..errors, .connection
+    assert "store.fragments" in local_imports("store", known["store"], known)  # the __init__
 
 
 PROBE = """

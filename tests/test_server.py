@@ -300,7 +300,8 @@ async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(tmp_
         text, data = await lore.ok("list_topics")
     assert len(data["topics"]) + data["omitted"] == MAX_TOPICS + 5
     assert len(data["topics"]) <= MAX_TOPICS and data["omitted"] >= 5
-    assert text.startswith(f"{MAX_TOPICS + 5} topics:") and f"… and {data['omitted']} more" in text
+    assert text.startswith("<recalled-notes>") and f"\n{MAX_TOPICS + 5} topics:" in text
+    assert f"… and {data['omitted']} more" in text
 
 
 # -- several servers, one database ------------------------------------------------------

@@ -47,7 +47,7 @@ def test_a_seed_database_upgrades_in_place_and_keeps_its_knowledge(tmp_path):
 def test_a_failed_migration_leaves_the_previous_version_intact(tmp_path, monkeypatch):
     path = tmp_path / "old.db"
     make_seed_database(path)
-    import lore_plugin.store as store_module
+    import lore_plugin.store.connection as store_module
 
     broken = [MIGRATIONS[0], MIGRATIONS[1] + "\nCREATE TABLE fragments (x);"]
     monkeypatch.setattr(store_module, "MIGRATIONS", broken)

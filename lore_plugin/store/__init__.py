@@ -1,0 +1,38 @@
+"""The storage layer: the only package that imports apsw. Every SQL statement lives here.
+
+`Store` is the one object the rest of Lore holds: one connection, with each concern's
+methods in its own module (a mixin), built on `connection.Connection`:
+
+    connection   open, migrate, write() and read() transactions
+    rows         fragment columns and rows → Fragment
+    edges        link, edges of a fragment or kind, associative links
+    hierarchy    parents, ancestors, children, descendants, topics (on edges)
+    vectors      embedding blobs, samples, the vector epoch
+    fragments    insert, get, resolve ids, update, supersede, delete (on hierarchy, vectors)
+    keywords     FTS5 keyword search
+    bookkeeping  watermarks, ingestion failures, meta, consolidation runs
+    upkeep       integrity, FTS rebuild, orphans, WAL, secure delete
+    backup       export and import rows
+    decay        consolidation's relevance table and edge decay
+    merging      consolidation's topic-merge candidates and the merge itself
+    forgetting   what to forget, and forgetting"""
+
+from __future__ import annotations
+
+from .backup import Backup
+from .bookkeeping import Bookkeeping
+from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, StoreError, new_id
+from .decay import Decay
+from .forgetting import Forgetting
+from .fragments import Fragments
+from .keywords import Keywords
+from .merging import Merging
+from .rows import FRAGMENT_COLUMNS
+from .upkeep import Upkeep
+
+__all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "IN_CHUNK", "BusyError", "Store", "StoreError",
+           "new_id"]
+
+
+class Store(Merging, Forgetting, Fragments, Keywords, Bookkeeping, Upkeep, Backup, Decay):
+    """One connection to the memory database with every storage method (see the modules)."""

@@ -1,0 +1,111 @@
+"""The topic tree: parents, ancestors, children and descendants (hierarchical edges), the
+topics themselves, and moving children to a new parent."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .edges import Edges
+
+
+class Hierarchy(Edges):
+    def parent_id(self, fid: str) -> str | None:
+        return self._one(
+            "SELECT source FROM edges WHERE target = ? AND kind = 'hierarchical' LIMIT 1", (fid,))
+
+    def parent_ids(self, ids: Sequence[str]) -> dict[str, str]:
+        """child -> parent for those of `ids` that have one."""
+        return dict(self._rows_in(
+            "SELECT target, source FROM edges WHERE kind = 'hierarchical' AND target IN (%s)",
+            ids))
+
+    def ancestors(self, fid: str) -> list[str]:
+        """Parent first, topic last."""
+        rows = self.conn.execute(
+            "WITH RECURSIVE up(id, n) AS (SELECT ?, 0 UNION ALL "
+            "SELECT e.source, up.n + 1 FROM edges e JOIN up ON e.target = up.id "
+            "WHERE e.kind = 'hierarchical' AND up.n < 32) SELECT id FROM up WHERE n > 0 ORDER BY n",
+            (fid,)).fetchall()
+        return [r[0] for r in rows]
+
+    def child_ids(self, fid: str, include_superseded: bool = False) -> list[str]:
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self.conn.execute(
+            "SELECT e.target FROM edges e JOIN fragments f ON f.id = e.target "
+            f"WHERE e.source = ? AND e.kind = 'hierarchical' {hide} "
+            "ORDER BY f.created_at, f.rowid", (fid,)).fetchall()
+        return [r[0] for r in rows]
+
+    def descendant_ids(self, fid: str, max_levels: int = 16,
+                       include_superseded: bool = False) -> list[tuple[str, int]]:
+        """(id, level below fid) breadth-first, fid itself excluded."""
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self.conn.execute(
+            "WITH RECURSIVE down(id, n) AS (SELECT ?, 0 UNION ALL "
+            "SELECT e.target, down.n + 1 FROM edges e JOIN down ON e.source = down.id "
+            "JOIN fragments f ON f.id = e.target "
+            f"WHERE e.kind = 'hierarchical' AND down.n < ? {hide}) "
+            "SELECT id, n FROM down WHERE n > 0", (fid, max_levels)).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def descendants_at_depth(self, roots: Sequence[str], depth: int,
+                             include_superseded: bool = False) -> list[tuple[str, str]]:
+        """(root, descendant) for the descendants of each root that sit at `depth`, in one
+        walk per IN_CHUNK roots (a walk per root cost 0.2 ms each in a query)."""
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
+        rows = self._rows_in(
+            "WITH RECURSIVE down(root, id, n, levels) AS (SELECT id, id, 0, ? - depth "
+            "FROM fragments WHERE id IN (%s) UNION ALL SELECT down.root, e.target, down.n + 1, "
+            "down.levels FROM edges e JOIN down ON e.source = down.id "
+            "JOIN fragments f ON f.id = e.target "
+            f"WHERE e.kind = 'hierarchical' AND down.n < down.levels {hide}) "
+            "SELECT root, id FROM down WHERE n > 0 AND n = levels", roots, (depth,))
+        return [(r[0], r[1]) for r in rows]
+
+    def topic_ids(self, include_superseded: bool = False) -> list[str]:
+        hide = "" if include_superseded else "AND superseded_by IS NULL"
+        return [r[0] for r in self.conn.execute(
+            f"SELECT id FROM fragments WHERE depth = 0 {hide} ORDER BY relevance_score DESC")]
+
+    def descendant_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """Live descendants under each given fragment, in one walk per IN_CHUNK roots."""
+        rows = self._rows_in(
+            "WITH RECURSIVE down(root, id, n) AS (SELECT id, id, 0 FROM fragments "
+            "WHERE id IN (%s) UNION ALL SELECT down.root, e.target, down.n + 1 FROM edges e "
+            "JOIN down ON e.source = down.id JOIN fragments f ON f.id = e.target "
+            "WHERE e.kind = 'hierarchical' AND f.superseded_by IS NULL AND down.n < 16) "
+            "SELECT root, count(*) - 1 FROM down GROUP BY root", ids)
+        return {r[0]: r[1] for r in rows}
+
+    def topic_totals(self, project: str | None) -> tuple[int, int]:
+        """(live topics, live topics from `project`)."""
+        row = self.conn.execute(
+            "SELECT count(*), coalesce(sum(project IS ?), 0) FROM fragments "
+            "WHERE depth = 0 AND superseded_by IS NULL", (project,)).fetchone()
+        return int(row[0]), int(row[1]) if project else 0
+
+    def topic_names(self, limit: int = 200) -> list[str]:
+        return [r[0] for r in self.conn.execute(
+            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
+            "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
+
+    def child_activity(self) -> list[tuple[str, int, str, int, float, float]]:
+        """(parent id, depth, metadata JSON, children, first and last time a child was
+        attached) for every live fragment that has children. Edges are aggregated before the
+        join: one pass over the edge index instead of a probe per fragment."""
+        return [tuple(r) for r in self.conn.execute(  # type: ignore[misc]
+            "SELECT a.source, p.depth, p.metadata, a.n, a.first, a.last FROM (SELECT source, "
+            "count(*) AS n, min(created_at) AS first, max(created_at) AS last FROM edges "
+            "WHERE kind = 'hierarchical' GROUP BY source) a JOIN fragments p ON p.id = a.source "
+            "WHERE p.superseded_by IS NULL")]
+
+    def reparent_children(self, fid: str, new_parent: str | None, now: float) -> int:
+        children = self.child_ids(fid, include_superseded=True)
+        with self.write():
+            for child in children:
+                if new_parent is None:
+                    self.conn.execute("DELETE FROM edges WHERE target = ? AND kind = 'hierarchical'",
+                                      (child,))
+                else:
+                    self.link(new_parent, child, "hierarchical", 1.0, now)
+        return len(children)
