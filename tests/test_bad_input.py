@@ -274,6 +274,8 @@ def test_forget_scrubs_the_forgotten_text_from_consolidation_reports(memory, db_
     # Nor in the database file: the old report was overwritten, not left in free space.
     files = b"".join(p.read_bytes() for p in db_path.parent.glob(db_path.name + "*"))
     assert b"'PostgreSQL for invoices' <->" not in files
+    # Nor older copies of the fragment's row left in free pages by consolidation's updates.
+    assert b"stores invoices in PostgreSQL 16" not in files
 
 
 @pytest.mark.slow
