@@ -121,17 +121,19 @@ def _htpasswd_sets_password(match: re.Match[str]) -> bool:
 
 # --- context rules ---------------------------------------------------------------------------
 
-# A value ends where the next `name=` begins, so `token_type=bearer&access_token=XYZ` is two
-# assignments, and `:` ends it only before a space (YAML's `key: value`).
-_BARE = (
-    r"(?:[^\s\"'`,;)}\]\\=&:]|[=&](?![A-Za-z_][A-Za-z0-9_.\-]*+=)|:(?!\s|\Z))++"
+# A value ends where the next `name=` or `name:` begins, so `token_type=bearer&access_token=XYZ`
+# is two assignments, and `:` ends it before a space too (YAML's `key: value`).
+_BARE = r"(?:[^\s\"'`,;)}\]\\=&:]|[=&:](?![A-Za-z_][A-Za-z0-9_.\-]*+[=:]|\s|\Z))++"
+# Quoted values may sit in a JSON string, their quotes escaped (\"): `esc` is then "\". Inside,
+# a backslash pair is one character, so `"a = \"b\" c"` is one literal, not three.
+_QUOTED = (
+    r"(?P<esc>\\?)(?P<q>[\"'])"
+    r"(?P<quoted>(?:(?!(?P=esc)(?P=q))(?:\\[^\n]|[^\\\n]))*+)(?P=esc)(?P=q)"
 )
-# Quoted values may sit in a JSON string, their quotes escaped (\"): `esc` is then "\".
-_QUOTED = r"(?P<esc>\\?)(?P<q>[\"'])(?P<quoted>(?:(?!(?P=esc)(?P=q))[^\n])*+)(?P=esc)(?P=q)"
-# Cheap first cut for key names: the run must hold one of these somewhere (secret_context.py
-# decides). Only the first character of a run of name characters may start a match.
-_NAMEISH = r"(?=[A-Za-z0-9_.\-]*?(?:pass|pw|secret|token|key|auth|cred|sess|sid|dsn|pat|psk|salt))"
-_KEY = r"(?<![A-Za-z0-9_.\-])" + _NAMEISH + r"(?P<key>[A-Za-z0-9_.\-]++)"
+# Only the first character of a run of name characters may start a match, and the run is read
+# once (possessive). secret_context.py then judges the name. (A lookahead that looked for a
+# secret word inside the run was linear in theory but measured superlinear in CPython's engine.)
+_KEY = r"(?<![A-Za-z0-9_.\-])(?P<key>[A-Za-z0-9_.\-]++)"
 _SECRET_HINTS = "pass pw secret token key auth cred sess sid dsn pat psk salt"
 _QUOTED_ARG = r"[^\s'\"\-]\S*+|'[^'\n]*+'|\"[^\"\n]*+\""  # -pSECRET, -p'SECRET', -p "SECRET"
 _COMMAND_TAIL = r"[^\n|;&]{0,200}?(?<!\S)"  # the rest of one command, bounded
@@ -364,8 +366,9 @@ RULES: tuple[Rule, ...] = _CONTEXT_BEFORE + TOKEN_RULES + _CONTEXT_AFTER
 _PRIVATE = re.compile(r"<private\b[^>]*+>.*?(?:</private\s*>|\Z)", _I | _S)
 
 
-def _replacer(item: Rule) -> Callable[[re.Match[str]], str]:
+def _replacer(item: Rule, rescan: bool = True) -> Callable[[re.Match[str]], str]:
     names = item.pattern.groupindex
+    inner = _replacer(item, rescan=False) if rescan and "quoted" in names else None
     has_pre, has_post, has_quoted = "pre" in names, "post" in names, "quoted" in names
 
     def replace(match: re.Match[str]) -> str:
@@ -376,6 +379,15 @@ def _replacer(item: Rule) -> Callable[[re.Match[str]], str]:
         if MARKER_START in secret or PRIVATE_MARKER in secret:
             return whole  # an earlier rule already replaced it: keeps redact() idempotent
         if item.accept is not None and not item.accept(match):
+            if inner is not None:
+                # `Cookie: sessionid=...`, `{"content": "DB_PASSWORD=..."}`: a refused value
+                # may hold an assignment of its own. Looked at once more, one level deep only,
+                # so each character is scanned at most twice.
+                quoted = match.group("quoted")
+                if quoted is None:
+                    return pre + item.pattern.sub(inner, secret)
+                quote = match.group("esc") + match.group("q")
+                return f"{pre}{quote}{item.pattern.sub(inner, quoted)}{quote}"
             return whole
         if has_quoted and match.group("quoted") is not None:  # keep a literal's quotes
             quote = match.group("esc") + match.group("q")
