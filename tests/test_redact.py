@@ -183,6 +183,25 @@ def test_redacting_twice_changes_nothing_more() -> None:
     assert redact(once) == once
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from([line for _, line in SECRETS]),
+            st.sampled_from([text for _, text in NEAR_MISSES]),
+            st.sampled_from(SURVIVORS),
+            st.text(max_size=40),
+        ),
+        max_size=6,
+    ),
+    glue=st.sampled_from(["", " ", "\n", "=", ": ", '"']),
+)
+def test_redacting_already_redacted_text_changes_nothing(parts: list[str], glue: str) -> None:
+    once = redact(glue.join(parts))
+
+    assert redact(once) == once
+
+
 def test_empty_text_stays_empty() -> None:
     assert redact("") == ""
 
