@@ -122,8 +122,13 @@ def _htpasswd_sets_password(match: re.Match[str]) -> bool:
 # --- context rules ---------------------------------------------------------------------------
 
 # A value ends where the next `name=` or `name:` begins, so `token_type=bearer&access_token=XYZ`
-# is two assignments, and `:` ends it before a space too (YAML's `key: value`).
-_BARE = r"(?:[^\s\"'`,;)}\]\\=&:]|[=&:](?![A-Za-z_][A-Za-z0-9_.\-]*+[=:]|\s|\Z))++"
+# is two assignments, and `:` ends it before a space too (YAML's `key: value`). Nor does a value
+# start with `name =` or `name: `: in `safe: TOKEN="..."` the assignment is the second one
+# (base64 padding, `Zm9v==`, is not a `name=`).
+_BARE = (
+    r"(?![A-Za-z_][A-Za-z0-9_.\-]*+(?:[ \t]++=|=(?!=*+(?:[\s&;,)}\]]|\Z))|:\s))"
+    r"(?:[^\s\"'`,;)}\]\\=&:]|[=&:](?![A-Za-z_][A-Za-z0-9_.\-]*+[=:]|\s|\Z))++"
+)
 # Quoted values may sit in a JSON string, their quotes escaped (\"): `esc` is then "\". Inside,
 # a backslash pair is one character, so `"a = \"b\" c"` is one literal, not three.
 _QUOTED = (

@@ -39,6 +39,14 @@ def test_every_corpus_secret_is_redacted(name: str, line: str) -> None:
     assert MARKER.search(redacted), redacted
 
 
+@pytest.mark.parametrize("label", ["note: ", "x=", "I will keep it safe: ", "- ", "'"])
+def test_a_label_before_a_secret_does_not_hide_it(label: str) -> None:
+    """`safe: TOKEN="..."`: a refused `name: value` must not swallow the assignment after it."""
+    leaks = {name: leaked(redact(label + line)) for name, line in SECRETS}
+
+    assert {name: found for name, found in leaks.items() if found} == {}
+
+
 def test_the_whole_corpus_redacted_at_once_leaks_nothing() -> None:
     text = "\n\n".join(line for _, line in SECRETS)
 
