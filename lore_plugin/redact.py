@@ -92,7 +92,7 @@ def _url_password_is_secret(match: re.Match[str]) -> bool:
 
 
 def _prose_value_is_secret(match: re.Match[str]) -> bool:
-    """"the password for prod is hunter2" but not "... is stored in vault" or "is 12 chars"."""
+    """ "the password for prod is hunter2" but not "... is stored in vault" or "is 12 chars"."""
     value = match.group("secret")
     if value.startswith(("$", "{", "<", "%", "/", "~")) or "://" in value or "(" in value:
         return False
@@ -402,8 +402,8 @@ def _replacer(item: Rule, rescan: bool = True) -> Callable[[re.Match[str]], str]
     return replace
 
 
-_COMPILED: tuple[tuple[frozenset[str], re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
-    tuple((frozenset(item.hints), item.pattern, _replacer(item)) for item in RULES)
+_COMPILED: tuple[tuple[frozenset[str], re.Pattern[str], Callable[[re.Match[str]], str]], ...] = tuple(
+    (frozenset(item.hints), item.pattern, _replacer(item)) for item in RULES
 )
 _ALL_HINTS = tuple(sorted({hint for item in RULES for hint in item.hints}))
 

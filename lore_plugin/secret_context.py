@@ -87,8 +87,7 @@ def _word_strength(parts: list[str], i: int) -> int:
 # %(pw)s, paths, masks, and values an earlier rule already replaced.
 _REFERENCE_START = ("$", "{", "<", "%", "/", "~", "./", "../", "*", "[")
 _NOT_SECRET_WORDS = frozenset(
-    "true false none null nil undefined required optional yes no on off empty hidden masked"
-    " redacted".split()
+    "true false none null nil undefined required optional yes no on off empty hidden masked redacted".split()
 )
 _LOWER_IDENTIFIER = re.compile(r"[a-z_]+(?:\.[a-z_]+)*")  # token, self.password, none
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")  # SecretStr, Optional: type names and words

@@ -170,8 +170,7 @@ TOKEN_RULES: tuple[Rule, ...] = (
     rule(
         "discord-bot-token",
         "",
-        r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}+\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}+"
-        + _END,
+        r"(?<![A-Za-z0-9_.\-])[MNO][A-Za-z0-9_\-]{23,27}+\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}+" + _END,
         0,
         _mixed_token,
     ),

@@ -47,9 +47,7 @@ def _pem(kind: str) -> str:
 
 
 _JWT_HEADER = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"  # {"alg":"HS256","typ":"JWT"}
-_JWT_PAYLOAD = (
-    base64.urlsafe_b64encode(b'{"sub":"L0reFakeJwtUser","admin":true}').decode().rstrip("=")
-)
+_JWT_PAYLOAD = base64.urlsafe_b64encode(b'{"sub":"L0reFakeJwtUser","admin":true}').decode().rstrip("=")
 _JWT_SIGNATURE = _fake("JwtSig-", 43)
 _BASIC = base64.b64encode(b"lore:L0reFakeBasicPw42").decode()
 
@@ -183,9 +181,7 @@ _add(
     *_PEM_BODY["RSA"],
 )
 _add("pem-ec-private-key", "Signing key for the webhooks:\n" + _pem("EC") + "\n", *_PEM_BODY["EC"])
-_add(
-    "pem-openssh-private-key", "My ~/.ssh/id_ed25519 is\n" + _pem("OPENSSH"), *_PEM_BODY["OPENSSH"]
-)
+_add("pem-openssh-private-key", "My ~/.ssh/id_ed25519 is\n" + _pem("OPENSSH"), *_PEM_BODY["OPENSSH"])
 # A service-account JSON file keeps the key on one line with literal \n escapes.
 _add(
     "pem-pkcs8-private-key",
@@ -243,9 +239,7 @@ _add(
     "Celery broker is redis://:{0}@cache.internal:6379/0 right now.",
     "L0reFakeRedisPw31",
 )
-_add(
-    "amqp-url", "RabbitMQ at amqps://worker:{0}@mq.internal:5671/%2F is flaky.", "L0reFakeAmqpPw64"
-)
+_add("amqp-url", "RabbitMQ at amqps://worker:{0}@mq.internal:5671/%2F is flaky.", "L0reFakeAmqpPw64")
 _add("npm-token", "Publish with NPM_TOKEN set to {0} in CI.", "npm" + "_" + _fake("Npm", 36))
 _add(
     "npmrc-auth-token",
@@ -259,9 +253,7 @@ _add(
     "Mail goes out via SENDGRID_API_KEY {0} for now.",
     "SG" + "." + _fake("Sendgrid", 22) + "." + _fake("Sendgrid2", 43),
 )
-_add(
-    "digitalocean-token", "doctl auth init used {0} as the token.", "dop" + "_v1_" + _hex("do", 64)
-)
+_add("digitalocean-token", "doctl auth init used {0} as the token.", "dop" + "_v1_" + _hex("do", 64))
 _add("telegram-bot-token", "The alert bot token is {0}.", "7123456789:AA" + _fake("Tg", 33))
 _add(
     "curl-basic-credentials",
@@ -344,7 +336,11 @@ _add(
     "client.run('{0}')",
     "M" + _fake("DiscordBot", 25) + "." + _fake("Ts", 6) + "." + _fake("DiscordHmac", 38),
 )
-_add("google-oauth-client-secret", '"client_id": "x.apps", "client_secret": "{0}"', "GOCSPX-" + _fake("Gocspx", 28))
+_add(
+    "google-oauth-client-secret",
+    '"client_id": "x.apps", "client_secret": "{0}"',
+    "GOCSPX-" + _fake("Gocspx", 28),
+)
 _add("google-oauth-access-token", "gcloud printed {0} as the access token.", "ya29." + _fake("Ya29", 60))
 _add("google-refresh-token", "The refresh token {0} never expires.", "1//0" + _fake("GRefresh", 60))
 _add("huggingface-token-bare", "Pull the gated model with {0} please.", "hf" + "_" + _fake("HfBare", 34))
@@ -406,9 +402,13 @@ _add("xml-password", "<connection><password>{0}</password></connection>", "L0reF
 _add("dotnet-appsettings", '<add key="DbPassword" value="{0}" />', "L0reFakeDotnetPw8")
 _add("x-api-key-header", "curl -H 'X-API-Key: {0}' https://api.internal", _fake("XApiKey", 32))
 _add("ssws-authorization", "Okta wants Authorization: SSWS {0} on admin calls.", "00" + _fake("Ssws", 40))
-_add("url-query-access-token", "GET https://api.internal/v1/me?access_token={0}&page=2", _fake("QueryTok", 30))
+_add(
+    "url-query-access-token", "GET https://api.internal/v1/me?access_token={0}&page=2", _fake("QueryTok", 30)
+)
 _add("oauth-token-response", "token_type=bearer&access_token={0}&expires_in=3600", _fake("OauthResp", 30))
-_add("kubectl-from-literal", "kubectl create secret generic db --from-literal=password={0}", "L0reFakeKubePw7")
+_add(
+    "kubectl-from-literal", "kubectl create secret generic db --from-literal=password={0}", "L0reFakeKubePw7"
+)
 _add("kubeconfig-client-key", "users:\n- user:\n    client-key-data: {0}", "LS0t" + _fake("KubeKey", 80))
 _add("wireguard-private-key", "[Interface]\nPrivateKey = {0}\nAddress = 10.0.0.2/32", _fake("Wg+", 43) + "=")
 _add("wifi-psk", 'network={{\n  ssid="lore"\n  psk="{0}"\n}}', "L0reFakeWifi2024x")
@@ -422,7 +422,11 @@ _add("rubygems-token", "gem push with {0}", "rubygems" + "_" + _hex("rubygems", 
 _add("nuget-key", "dotnet nuget push -k {0}", "oy2" + _hex("nuget", 43))
 _add("clojars-token", "Clojars deploy token {0}", "CLOJARS" + "_" + _hex("clojars", 60))
 _add("jfrog-key", "Artifactory API key {0}", "AKCp" + _fake("Jfrog", 69))
-_add("grafana-service-token", "Grafana SA token {0}", "glsa" + "_" + _fake("Grafana", 32) + "_" + _hex("gsa", 8))
+_add(
+    "grafana-service-token",
+    "Grafana SA token {0}",
+    "glsa" + "_" + _fake("Grafana", 32) + "_" + _hex("gsa", 8),
+)
 _add("newrelic-key", "New Relic user key {0}", "NRAK" + "-" + _upper("NEWRELIC", 27))
 _add("doppler-token", "doppler configure set token {0}", "dp.pt." + _fake("Doppler", 43))
 _add("pulumi-token", "Pulumi access token {0}", "pul" + "-" + _hex("pulumi", 40))
@@ -469,13 +473,29 @@ _add("1password-service-token", "OP_SERVICE_ACCOUNT_TOKEN is {0}", "ops" + "_eyJ
 _add(
     "1password-secret-key",
     "My 1Password secret key: {0}",
-    "A3-" + _upper("OPA", 6) + "-" + _upper("OPB", 11) + "-" + _upper("OPC", 5) + "-"
-    + _upper("OPD", 5) + "-" + _upper("OPE", 5),
+    "A3-"
+    + _upper("OPA", 6)
+    + "-"
+    + _upper("OPB", 11)
+    + "-"
+    + _upper("OPC", 5)
+    + "-"
+    + _upper("OPD", 5)
+    + "-"
+    + _upper("OPE", 5),
 )
 _add("bcrypt-hash", "htpasswd line admin:{0}", "$2y$10$" + _fake("Bcrypt", 53))
-_add("sha512crypt-hash", "/etc/shadow: lore:{0}:19000:0:99999:7:::", "$6$" + _fake("Salt", 16) + "$" + _fake("Sha512", 86))
+_add(
+    "sha512crypt-hash",
+    "/etc/shadow: lore:{0}:19000:0:99999:7:::",
+    "$6$" + _fake("Salt", 16) + "$" + _fake("Sha512", 86),
+)
 _add("hex-token-after-keyword", "The deploy token: {0}", _hex("deploy-token", 40))
-_add("pgp-private-key", "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{0}\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----", "lQOYBF" + _fake("Pgp", 60))
+_add(
+    "pgp-private-key",
+    "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{0}\n=abcd\n-----END PGP PRIVATE KEY BLOCK-----",
+    "lQOYBF" + _fake("Pgp", 60),
+)
 
 SECRETS: list[tuple[str, str]] = [(name, line) for name, line, _ in _ENTRIES]
 SECRET_VALUES: list[str] = [value for _, _, values in _ENTRIES for value in values]
@@ -494,7 +514,7 @@ NEAR_MISSES: list[tuple[str, str]] = [
     ("assignments", "sessionid=None"),
     ("assignments", 'key = "name"; sort_key=lambda r: r.score; primary_key=True'),
     ("assignments", "cache_key = f'{user}:{item}'"),
-    ("assignments", "auth: none\n\"auth\": true\n\"auth\": \"oauth2\""),
+    ("assignments", 'auth: none\n"auth": true\n"auth": "oauth2"'),
     ("assignments", "psk: optional"),
     ("pw", "pw: str\npw = getpass()\npw = pw.strip()"),
     ("lowercase-after-keyword", "token: expired\nthe token: invalid\npassword = password"),
@@ -531,6 +551,6 @@ NEAR_MISSES: list[tuple[str, str]] = [
     ("dotnet", '<add key="Theme" value="dark" />'),
     ("cli-flags", "git push --force and pytest --token-limit 5"),
     ("docker-auth", '"credsStore": "desktop", "auth": "basic"'),
-    ("jwt-like", "The header eyJ is base64 for {\" and foo.bar.baz is a path."),
+    ("jwt-like", 'The header eyJ is base64 for {" and foo.bar.baz is a path.'),
     ("session-cookie", "Cookie: theme=dark; lang=en"),
 ]

@@ -87,9 +87,7 @@ def test_connection_strings_keep_scheme_user_and_host() -> None:
     assert redact("mongodb+srv://admin:L0reFakePw2@cluster0.mongodb.net/x") == (
         "mongodb+srv://admin:[REDACTED:password]@cluster0.mongodb.net/x"
     )
-    assert (
-        redact("redis://:L0reFakePw3@cache:6379/0") == "redis://:[REDACTED:password]@cache:6379/0"
-    )
+    assert redact("redis://:L0reFakePw3@cache:6379/0") == "redis://:[REDACTED:password]@cache:6379/0"
 
 
 @pytest.mark.parametrize(
@@ -121,9 +119,7 @@ def test_private_sections_are_replaced_across_lines_and_case() -> None:
 
 
 def test_an_unclosed_private_tag_redacts_to_the_end_of_the_text() -> None:
-    assert (
-        redact("public part <private>secret diary\nmore lines") == f"public part {PRIVATE_MARKER}"
-    )
+    assert redact("public part <private>secret diary\nmore lines") == f"public part {PRIVATE_MARKER}"
 
 
 def test_private_is_lazy_so_text_between_two_sections_survives() -> None:
@@ -250,9 +246,34 @@ def test_a_secret_between_lines_of_random_text_is_still_redacted(
 SMALL, LARGE = 10_000, 40_000
 SEPARATORS = ["", "_", "a-", "=", ": ", " ", "@", "\n  ", "a:"]
 MIXED_UNITS = [
-    "token_", "token=", "key-", "a-", "a://", "://a:", "a@", "=", ":", "'", '\\"', "a=", "a='",
-    "eyJa.", "-u ", "--password ", "password is ", "-----BEGIN ", "<private>", "x:y@", "&a=",
-    "mysql -p", "sshpass -f x ", "<password>", "password: |\n  ", "AKIA", "sk-", "Bearer ",
+    "token_",
+    "token=",
+    "key-",
+    "a-",
+    "a://",
+    "://a:",
+    "a@",
+    "=",
+    ":",
+    "'",
+    '\\"',
+    "a=",
+    "a='",
+    "eyJa.",
+    "-u ",
+    "--password ",
+    "password is ",
+    "-----BEGIN ",
+    "<private>",
+    "x:y@",
+    "&a=",
+    "mysql -p",
+    "sshpass -f x ",
+    "<password>",
+    "password: |\n  ",
+    "AKIA",
+    "sk-",
+    "Bearer ",
 ]
 
 
