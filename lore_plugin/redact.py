@@ -143,6 +143,9 @@ _SECRET_HINTS = "pass pw secret token key auth cred sess sid dsn pat psk salt"
 _QUOTED_ARG = r"[^\s'\"\-]\S*+|'[^'\n]*+'|\"[^\"\n]*+\""  # -pSECRET, -p'SECRET', -p "SECRET"
 _COMMAND_TAIL = r"[^\n|;&]{0,200}?(?<!\S)"  # the rest of one command, bounded
 
+# One line of text inside a JSON string: up to an escaped line break or the closing quote.
+_JSON_LINE = r"(?:[^\n\\\"]|\\[^n\n])++"
+
 _CONTEXT_BEFORE: tuple[Rule, ...] = (
     # Multi-line blocks first, so later rules never see half a key. An unclosed block goes to
     # the end of the text (the first start then consumes it all: linear).
@@ -167,6 +170,16 @@ _CONTEXT_BEFORE: tuple[Rule, ...] = (
         r"[ \t]*+:[ \t]*+[|>][+\-]?[1-9]?[ \t]*+(?:#[^\n]*+)?\n)"
         r"(?P<secret>(?P=indent)[ \t]++[^\n]++(?:\n(?P=indent)[ \t]++[^\n]++)*+)",
         _M,
+        _named_block_is_secret,
+    ),
+    # The same block inside a JSON string, its line breaks written \n and its end a bare quote.
+    rule(
+        "secret",
+        "|\\n >\\n",
+        r"(?<=\\n)(?P<pre>(?P<indent>[ \t]*+)(?:-[ \t]++)?(?P<key>[A-Za-z0-9_.\-]++)"
+        r"[ \t]*+:[ \t]*+[|>][+\-]?[1-9]?[ \t]*+\\n)"
+        r"(?P<secret>(?P=indent)[ \t]++" + _JSON_LINE + r"(?:\\n(?P=indent)[ \t]++" + _JSON_LINE + r")*+)",
+        0,
         _named_block_is_secret,
     ),
     # Sentry DSNs carry a key (and once a secret) as the URL's user: https://<key>@o1.ingest...
@@ -288,8 +301,8 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
     rule(
         "password",
         "requirepass masterauth",
-        r"(?P<pre>^[ \t]*+(?:requirepass|masterauth)[ \t]++)(?P<secret>\S++)",
-        _M,
+        r"(?P<pre>(?:(?<![\w\-])|(?<=\\n))(?:requirepass|masterauth)[ \t]++)(?P<secret>\S++)",
+        0,
         _cli_value_is_secret,
     ),
     rule(
@@ -328,8 +341,8 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
     rule(
         "secret",
         "value",
-        r"(?P<pre>\bkey[ \t]*+=[ \t]*+(?P<kq>[\"'])(?P<key>[^\"'\n]{1,80}+)(?P=kq)[ \t]++"
-        r"value[ \t]*+=[ \t]*+(?P<q>[\"']))(?P<secret>[^\"'\n]{1,500}+)(?P<post>(?P=q))",
+        r"(?P<pre>\bkey[ \t]*+=[ \t]*+(?P<kq>\\?[\"'])(?P<key>[^\"'\n\\]{1,80}+)(?P=kq)[ \t]++"
+        r"value[ \t]*+=[ \t]*+(?P<q>\\?[\"']))(?P<secret>[^\"'\n\\]{1,500}+)(?P<post>(?P=q))",
         0,
         _literal_is_secret,
     ),
@@ -337,7 +350,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
     rule(
         "secret",
         _SECRET_HINTS,
-        r"(?P<pre>" + _KEY + r"\\?[\"']?[ \t]*+(?P<sep>:=|=>|=|:)[ \t]*+)"
+        r"(?P<pre>" + _KEY + r"\\?[\"']?[ \t]*+(?P<sep>:=|=>|=|:(?!//))[ \t]*+)"
         r"(?:" + _QUOTED + r"|(?P<bare>" + _BARE + "))",
         _I,
         _assignment_is_secret,
