@@ -74,6 +74,16 @@ def test_secrets_inside_json_and_rendered_turns_are_redacted() -> None:
         ),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.L0reFakeSig", "[REDACTED:jwt]"),
         ("xoxb" + "-1234567890-L0reFakeBot", "[REDACTED:slack-token]"),
+        ("dapi" + "0123456789abcdef" * 2, "[REDACTED:databricks-token]"),
+        ("SK" + "0123456789abcdef" * 2, "[REDACTED:twilio-key]"),
+        ("hvs." + "L0reFake" * 4, "[REDACTED:vault-token]"),
+        ("AGE-SECRET-KEY-1" + "L0REFAKE" * 8 + "QQ", "[REDACTED:age-secret-key]"),
+        ("ATATT3x" + "L0reFake" * 4, "[REDACTED:atlassian-token]"),
+        ("shpat" + "_" + "0123456789abcdef" * 2, "[REDACTED:shopify-token]"),
+        ("lin" + "_api_" + "L0reFake" * 5, "[REDACTED:linear-key]"),
+        ("tskey-auth-k" + "L0reFake1CNTRL-" + "L0reFake" * 3, "[REDACTED:tailscale-key]"),
+        ("GOCSPX-" + "L0reFake" * 4, "[REDACTED:google-oauth-secret]"),
+        ("ya29." + "L0reFake" * 4, "[REDACTED:google-oauth-token]"),
     ],
 )
 def test_markers_name_the_kind_of_secret(text: str, marker: str) -> None:
@@ -88,6 +98,40 @@ def test_connection_strings_keep_scheme_user_and_host() -> None:
         "mongodb+srv://admin:[REDACTED:password]@cluster0.mongodb.net/x"
     )
     assert redact("redis://:L0reFakePw3@cache:6379/0") == "redis://:[REDACTED:password]@cache:6379/0"
+
+
+def test_url_passwords_holding_at_signs_or_slashes_go_whole() -> None:
+    assert redact("postgres://admin:p@ss@word@db") == "postgres://admin:[REDACTED:password]@db"
+    assert redact("mysql://root:ab/cd1234@db/shop") == "mysql://root:[REDACTED:password]@db/shop"
+    assert redact("see https://host.example:8443/path/@scope/pkg") == (
+        "see https://host.example:8443/path/@scope/pkg"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OPENAI_KEY=abc123def456", "OPENAI_KEY=[REDACTED:secret]"),
+        ("export GITHUB_PAT=L0reFake1234", "export GITHUB_PAT=[REDACTED:secret]"),
+        ("pw: hunter2", "pw: [REDACTED:secret]"),
+        ("the password for prod is hunter2.", "the password for prod is [REDACTED:secret]."),
+        ("my pin is 4921", "my pin is [REDACTED:secret]"),
+        ("token=qzxkvbnwrtplmhgd", "token=[REDACTED:secret]"),
+        ("mysql -u root -phunter2 shop", "mysql -u root -p[REDACTED:password] shop"),
+        ("sshpass -p 'hunter 2' ssh host", "sshpass -p [REDACTED:password] ssh host"),
+        (
+            "Cookie: sessionid=k3jd8s7a6f5g4h3j2k1l; theme=dark",
+            "Cookie: sessionid=[REDACTED:secret]; theme=dark",
+        ),
+        (
+            "a.blob.core.windows.net/x?sv=1&sig=" + "L0reFakeSig" * 3,
+            "a.blob.core.windows.net/x?sv=1&sig=[REDACTED:azure-sas]",
+        ),
+        ("<password>hunter2</password>", "<password>[REDACTED:secret]</password>"),
+    ],
+)
+def test_formats_added_for_issue_14_keep_their_context(text: str, expected: str) -> None:
+    assert redact(text) == expected
 
 
 @pytest.mark.parametrize(
