@@ -23,14 +23,16 @@ from collections.abc import Callable
 
 from .secret_context import (
     MARKER_START,
-    NOT_SECRET,
     PRIVATE_MARKER,
-    bare_is_secret,
-    key_strength,
-    literal_is_secret,
-    looks_random,
-    mixed,
-    random_letters,
+    assignment_is_secret,
+    cli_value_is_secret,
+    env_line_is_secret,
+    htpasswd_sets_password,
+    keyword_blob_is_secret,
+    literal_under_name_is_secret,
+    named_block_is_secret,
+    prose_value_is_secret,
+    url_password_is_secret,
 )
 from .secret_tokens import TOKEN_RULES, Rule, rule
 
@@ -44,79 +46,6 @@ def marker(kind: str) -> str:
 _I = re.IGNORECASE
 _S = re.DOTALL
 _M = re.MULTILINE
-
-
-# --- acceptance checks -----------------------------------------------------------------------
-
-
-def _assignment_is_secret(match: re.Match[str]) -> bool:
-    strength = key_strength(match.group("key"))
-    if strength == NOT_SECRET:
-        return False
-    if match.group("quoted") is not None:
-        return literal_is_secret(match.group("quoted"), strength)
-    key = match.group("key")
-    env = key.isupper() and match.group("pre") == key + "="  # DB_PASSWORD=hunter, mid-sentence
-    return bare_is_secret(match.group("bare"), strength, match.group("sep"), env)
-
-
-def _env_line_is_secret(match: re.Match[str]) -> bool:
-    """An env file holds literals, never code: even a weak name (OPENAI_KEY, GITHUB_PAT,
-    SENTRY_DSN) holds a secret unless its value is a plain word."""
-    strength = key_strength(match.group("key"))
-    if strength == NOT_SECRET:
-        return False
-    quoted = match.group("quoted")
-    value = quoted.strip() if quoted is not None else match.group("bare")
-    return bare_is_secret(value, strength, "=", env=True)
-
-
-def _literal_is_secret(match: re.Match[str]) -> bool:
-    return literal_is_secret(match.group("secret"), key_strength(match.group("key")))
-
-
-def _named_block_is_secret(match: re.Match[str]) -> bool:
-    return key_strength(match.group("key")) != NOT_SECRET
-
-
-def _cli_value_is_secret(match: re.Match[str]) -> bool:
-    value = match.group("secret").strip("'\"")
-    return bool(value) and not value.startswith(("$", "{", "<", "%")) and not value.isdigit()
-
-
-def _url_password_is_secret(match: re.Match[str]) -> bool:
-    """host:8080/path/@scope is a port and a path, not user:password@host."""
-    value = match.group("secret")
-    port, _, _ = value.partition("/")
-    return not (port.isdigit() and len(port) <= 5 and ("/" in value or "." in match.group("user")))
-
-
-def _prose_value_is_secret(match: re.Match[str]) -> bool:
-    """ "the password for prod is hunter2" but not "... is stored in vault" or "is 12 chars"."""
-    value = match.group("secret")
-    if value.startswith(("$", "{", "<", "%", "/", "~")) or "://" in value or "(" in value:
-        return False
-    if value.isdigit():
-        return len(value) >= 4 and match.group("word").lower() in ("pin", "passcode")
-    if value.isalpha():
-        return (value.islower() or value.isupper()) and random_letters(value) or mixed(value)
-    return len(value) >= 4  # digits or symbols in a word: hunter2, P@ss, s3cret!
-
-
-_HEX = re.compile(r"[0-9a-fA-F]+")
-
-
-def _keyword_blob_is_secret(match: re.Match[str]) -> bool:
-    value = match.group("secret").rstrip("=")
-    if _HEX.fullmatch(value):
-        # After "key", 40 hex digits are far more often a git SHA ("the key commit ...") than a
-        # key; after "secret", "token" or "password" they are the old GitHub token shape.
-        return match.group("word").lower() != "key" or len(value) != 40
-    return mixed(value) or ("_" not in value and looks_random(value))
-
-
-def _htpasswd_sets_password(match: re.Match[str]) -> bool:
-    return "b" in match.group("opts") and _cli_value_is_secret(match)
 
 
 # --- context rules ---------------------------------------------------------------------------
@@ -170,7 +99,7 @@ _CONTEXT_BEFORE: tuple[Rule, ...] = (
         r"[ \t]*+:[ \t]*+[|>][+\-]?[1-9]?[ \t]*+(?:#[^\n]*+)?\n)"
         r"(?P<secret>(?P=indent)[ \t]++[^\n]++(?:\n(?P=indent)[ \t]++[^\n]++)*+)",
         _M,
-        _named_block_is_secret,
+        named_block_is_secret,
     ),
     # The same block inside a JSON string, its line breaks written \n and its end a bare quote.
     rule(
@@ -180,7 +109,7 @@ _CONTEXT_BEFORE: tuple[Rule, ...] = (
         r"[ \t]*+:[ \t]*+[|>][+\-]?[1-9]?[ \t]*+\\n)"
         r"(?P<secret>(?P=indent)[ \t]++" + _JSON_LINE + r"(?:\\n(?P=indent)[ \t]++" + _JSON_LINE + r")*+)",
         0,
-        _named_block_is_secret,
+        named_block_is_secret,
     ),
     # Sentry DSNs carry a key (and once a secret) as the URL's user: https://<key>@o1.ingest...
     rule(
@@ -201,7 +130,7 @@ _CONTEXT_BEFORE: tuple[Rule, ...] = (
         r"(?P<secret>[^\s'\"<>]{1,256}?)"
         r"(?P<post>@)(?=[A-Za-z0-9\[][A-Za-z0-9.\-\[\]:%_]*+(?:[/?#\s'\"<>,;)}\]]|\Z))",
         0,
-        _url_password_is_secret,
+        url_password_is_secret,
     ),
     # jdbc:oracle:thin:scott/tiger@host:1521:orcl
     rule("password", "jdbc:oracle:", r"(?P<pre>jdbc:oracle:\w++:[^\s/@:]++/)[^\s@]++(?P<post>@)"),
@@ -233,7 +162,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         "-u --user",
         r"(?P<pre>(?<!\S)(?:-u|--user)(?:[ \t]++|=)[^\s:]++:)(?P<secret>\S++)",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -244,14 +173,14 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         + _QUOTED_ARG
         + ")",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
         "sshpass",
         r"(?P<pre>\bsshpass(?:[ \t]++-[^p\s]\S*+)*+[ \t]++-p[ \t]*+)(?P<secret>" + _QUOTED_ARG + ")",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -263,14 +192,14 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         + _QUOTED_ARG
         + ")",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
         "redis-cli",
         r"(?P<pre>\bredis-cli\b" + _COMMAND_TAIL + r"-a[ \t]++)(?P<secret>" + _QUOTED_ARG + ")",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -278,7 +207,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>\b(?:sqlcmd|bcp|osql|isql)\b" + _COMMAND_TAIL + r"-P[ \t]*+)"
         r"(?P<secret>" + _QUOTED_ARG + ")",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -286,7 +215,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>\bsmbclient\b" + _COMMAND_TAIL + r"(?:-U|--user)[ \t=]*+[^\s%]++%)"
         r"(?P<secret>\S++)",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -294,7 +223,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>\bhtpasswd[ \t]++(?P<opts>(?:-[A-Za-z]++[ \t]++)++)[^\s\-]\S*+[ \t]++\S++[ \t]++)"
         r"(?P<secret>\S++)",
         0,
-        _htpasswd_sets_password,
+        htpasswd_sets_password,
     ),
     # openssl -passin pass:SECRET (env:VAR and file:PATH name the secret instead).
     rule("password", "pass:", r"(?P<pre>(?<!\S)-pass(?:in|out)?[ \t]++pass:)(?P<secret>\S++)"),
@@ -303,7 +232,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         "requirepass masterauth",
         r"(?P<pre>(?:(?<![\w\-])|(?<=\\n))(?:requirepass|masterauth)[ \t]++)(?P<secret>\S++)",
         0,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     rule(
         "password",
@@ -317,7 +246,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>(?<!\S)--(?:password|passwd|pass|token|api-key|apikey|secret|client-secret"
         r"|access-token|auth-token|private-token)[ \t]++)(?P<secret>[^\s\"']++)",
         _I,
-        _cli_value_is_secret,
+        cli_value_is_secret,
     ),
     # Env files: NAME=value to the end of the value, `=` and `&` included.
     rule(
@@ -326,7 +255,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"^(?P<pre>[ \t]*+(?:export[ \t]++)?(?P<key>[A-Z][A-Z0-9_]*+)=)"
         r"(?:" + _QUOTED + r"|(?P<bare>[^\s\"'#]\S*+))",
         _M,
-        _env_line_is_secret,
+        env_line_is_secret,
     ),
     # <password>hunter2</password>
     rule(
@@ -335,7 +264,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre><(?P<key>[A-Za-z_][A-Za-z0-9_.:\-]{0,80}+)>)(?P<secret>[^<\n]{1,500}+)"
         r"(?P<post></(?P=key)>)",
         0,
-        _literal_is_secret,
+        literal_under_name_is_secret,
     ),
     # .NET config: <add key="DbPassword" value="hunter2" />
     rule(
@@ -344,7 +273,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>\bkey[ \t]*+=[ \t]*+(?P<kq>\\?[\"'])(?P<key>[^\"'\n\\]{1,80}+)(?P=kq)[ \t]++"
         r"value[ \t]*+=[ \t]*+(?P<q>\\?[\"']))(?P<secret>[^\"'\n\\]{1,500}+)(?P<post>(?P=q))",
         0,
-        _literal_is_secret,
+        literal_under_name_is_secret,
     ),
     # name = value, name: value, "name": "value", name := value, name => value.
     rule(
@@ -353,7 +282,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>" + _KEY + r"\\?[\"']?[ \t]*+(?P<sep>:=|=>|=|:(?!//))[ \t]*+)"
         r"(?:" + _QUOTED + r"|(?P<bare>" + _BARE + "))",
         _I,
-        _assignment_is_secret,
+        assignment_is_secret,
     ),
     # Prose: "the password for prod is hunter2", "my pin is 4921".
     rule(
@@ -365,7 +294,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"[ \t]++(?:is now|is|was|will be|became)[ \t]++[\"'`]?)"
         r"(?P<secret>(?:[^\s\"'`.,;:!?)]|[.,;:!?)](?=[^\s\"'`]))++)",
         _I,
-        _prose_value_is_secret,
+        prose_value_is_secret,
     ),
     # A long random-looking blob shortly after a word like "key" or "secret".
     rule(
@@ -374,7 +303,7 @@ _CONTEXT_AFTER: tuple[Rule, ...] = (
         r"(?P<pre>\b(?P<word>key|secret|token|password)\b[^\n]{0,24}?)"
         r"(?P<secret>(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{32,}+={0,2})",
         _I,
-        _keyword_blob_is_secret,
+        keyword_blob_is_secret,
     ),
 )
 

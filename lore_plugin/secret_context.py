@@ -3,7 +3,8 @@
 A provider token names itself; everything else is judged by context: `DB_PASSWORD=hunter2` is a
 secret because of its name, `password = request.form["password"]` is code, and `token_count = 12`
 is neither. These functions keep that judgement in one place, pure and cheap (no regex here runs
-on more than one key or one value, and each is linear).
+on more than one key or one value, and each is linear). The last section holds the `accept`
+checks redact.py's rules call with their whole match.
 """
 
 from __future__ import annotations
@@ -200,3 +201,73 @@ def bare_is_secret(value: str, strength: int, sep: str, env: bool) -> bool:
         # password: str, "the token: expired", self.token = token; but not token=qzxkvbnwrtpl
         return value.isalpha() and random_letters(value)
     return len(value) >= 3
+
+
+# --- whole matches: the `accept` checks of redact.py's rules ---------------------------------
+
+
+def assignment_is_secret(match: re.Match[str]) -> bool:
+    strength = key_strength(match.group("key"))
+    if strength == NOT_SECRET:
+        return False
+    if match.group("quoted") is not None:
+        return literal_is_secret(match.group("quoted"), strength)
+    key = match.group("key")
+    env = key.isupper() and match.group("pre") == key + "="  # DB_PASSWORD=hunter, mid-sentence
+    return bare_is_secret(match.group("bare"), strength, match.group("sep"), env)
+
+
+def env_line_is_secret(match: re.Match[str]) -> bool:
+    """An env file holds literals, never code: even a weak name (OPENAI_KEY, GITHUB_PAT,
+    SENTRY_DSN) holds a secret unless its value is a plain word."""
+    strength = key_strength(match.group("key"))
+    if strength == NOT_SECRET:
+        return False
+    quoted = match.group("quoted")
+    value = quoted.strip() if quoted is not None else match.group("bare")
+    return bare_is_secret(value, strength, "=", env=True)
+
+
+def literal_under_name_is_secret(match: re.Match[str]) -> bool:
+    return literal_is_secret(match.group("secret"), key_strength(match.group("key")))
+
+
+def named_block_is_secret(match: re.Match[str]) -> bool:
+    return key_strength(match.group("key")) != NOT_SECRET
+
+
+def cli_value_is_secret(match: re.Match[str]) -> bool:
+    value = match.group("secret").strip("'\"")
+    return bool(value) and not value.startswith(("$", "{", "<", "%")) and not value.isdigit()
+
+
+def url_password_is_secret(match: re.Match[str]) -> bool:
+    """host:8080/path/@scope is a port and a path, not user:password@host."""
+    value = match.group("secret")
+    port, _, _ = value.partition("/")
+    return not (port.isdigit() and len(port) <= 5 and ("/" in value or "." in match.group("user")))
+
+
+def prose_value_is_secret(match: re.Match[str]) -> bool:
+    """ "the password for prod is hunter2" but not "... is stored in vault" or "is 12 chars"."""
+    value = match.group("secret")
+    if value.startswith(("$", "{", "<", "%", "/", "~")) or "://" in value or "(" in value:
+        return False
+    if value.isdigit():
+        return len(value) >= 4 and match.group("word").lower() in ("pin", "passcode")
+    if value.isalpha():
+        return (value.islower() or value.isupper()) and random_letters(value) or mixed(value)
+    return len(value) >= 4  # digits or symbols in a word: hunter2, P@ss, s3cret!
+
+
+def keyword_blob_is_secret(match: re.Match[str]) -> bool:
+    value = match.group("secret").rstrip("=")
+    if _HEX.fullmatch(value):
+        # After "key", 40 hex digits are far more often a git SHA ("the key commit ...") than a
+        # key; after "secret", "token" or "password" they are the old GitHub token shape.
+        return match.group("word").lower() != "key" or len(value) != 40
+    return mixed(value) or ("_" not in value and looks_random(value))
+
+
+def htpasswd_sets_password(match: re.Match[str]) -> bool:
+    return "b" in match.group("opts") and cli_value_is_secret(match)
