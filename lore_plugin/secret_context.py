@@ -43,7 +43,7 @@ _GLUED = ("password", "passwd", "passphrase", "secret", "token", "apikey", "cred
 # token_count, password_policy, secret_name, token_url, api_key_id.
 _METADATA = frozenset(
     "name names id ids type types url uri urls path file files dir length len count counter ttl"
-    " expiry expires expiration exp env var header field prefix policy endpoint scope scopes hint"
+    " expiry expires expiration exp env var header field prefix policy endpoint scope scopes hint hints"
     " label format size limit limits min max timeout rate ratio required enabled regex pattern"
     " help prompt mode version index idx kind style location source provider cache manager"
     " budget usage method strategy rotation age created updated at date time offset reset"
