@@ -279,7 +279,7 @@ if args[:2] == ["-m", "venv"]:
     sys.exit(0)
 if args[:2] == ["-m", "pip"]:
     record("pip")
-    print("Collecting lore-plugin")
+    print(os.environ.get("FAKE_PIP_SAYS", "Collecting lore-plugin"))
     sys.exit(1 if os.environ.get("FAKE_PIP_FAIL") else 0)
 if args[:1] == ["-m"] and args[1].startswith("lore_plugin."):
     record("run", stdin=sys.stdin.read())
@@ -662,6 +662,28 @@ def test_a_plugin_without_its_lock_refuses_to_provision(sandbox: Sandbox) -> Non
     assert sandbox.calls("pip") == []
 
 
+@pytest.mark.parametrize(
+    ("pip_says", "expected"),
+    [
+        ("ERROR: No matching distribution found for onnxruntime==1.32.0",
+         "no locked wheel fits this platform"),
+        ("ERROR: In --require-hashes mode, all requirements must have their versions pinned. "
+         "Hashes are required in --require-hashes mode, but they are missing",
+         "lacks a hash that pip needs; refresh it with scripts/lock-requirements"),
+    ],
+)
+def test_a_failed_locked_install_says_why_and_what_to_do(
+    sandbox: Sandbox, pip_says: str, expected: str
+) -> None:
+    run = sandbox.run("cli", "status", FAKE_PIP_FAIL="1", FAKE_PIP_SAYS=pip_says)
+    assert run.returncode == 1
+    assert pip_says in run.stderr  # pip's own words first
+    for text in (run.stderr, sandbox.provision_log.read_text()):
+        assert expected in text and "provisioning failed" in text
+    if "no locked wheel" in expected:
+        assert "LORE_PYTHON" in run.stderr
+
+
 def probe_wheel(folder: Path) -> Path:
     """A real, installable wheel of a one-module package, built with the standard library."""
     import base64
@@ -756,7 +778,7 @@ def test_the_lock_pins_every_requirement_with_sha256_hashes_and_satisfies_pyproj
         name = requirement.name.lower().replace("_", "-")
         assert name in entries, f"{name} is not in requirements.lock"
         assert entries[name][0] in requirement.specifier, (text, entries[name][0])
-    for name, (version, _, hashes) in entries.items():
+    for name, (_, _, hashes) in entries.items():
         assert hashes, name
         for value in hashes:
             algorithm, _, digest = value.partition(":")
