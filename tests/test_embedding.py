@@ -340,3 +340,28 @@ def test_a_revision_that_could_move_is_refused_without_a_request(tmp_path, hub, 
     available, failure, _ = done.stdout.splitlines()
     assert available == "False" and "full 40-character commit id" in failure
     assert hub.paths == []
+
+
+def test_the_cli_names_a_corrupted_model_file_and_still_remembers_and_recalls(tmp_path):
+    weights = bytearray(real_weights())
+    weights[1000] ^= 0x01
+    site = fake_weights_package(tmp_path / "site", bytes(weights))
+    home = tmp_path / "home"
+    env = python_env(LORE_HOME=str(home), LORE_DB_PATH=str(home / "memory.db"))
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
+    for name in ("LORE_EMBED_MODEL_DIR", "LORE_MODEL_HUB_REVISION"):
+        env.pop(name, None)
+
+    def lore(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lore_plugin.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    prepared = lore("prepare")
+    assert prepared.returncode == 1 and "Traceback" not in prepared.stderr
+    assert "model.onnx in " in prepared.stderr and "does not match its SHA-256" in prepared.stderr
+    assert lore("remember", "--topic", "Infra", "We run Kafka 3.7 with seven day retention.").returncode == 0
+    assert "Kafka 3.7" in lore("recall", "kafka retention").stdout  # keyword search
+    status = lore("status")
+    assert status.returncode == 0, status.stderr
+    assert "embeddings refused: model.onnx in " in status.stdout
+    assert not (home / "models" / "all-MiniLM-L6-v2").exists()
