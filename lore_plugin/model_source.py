@@ -100,7 +100,9 @@ def _adopt(folder: Path) -> bool:
 
 
 def _put_in_place(staging: Path, target: Path) -> None:
-    if target.exists():  # one that failed its check: out of the way first (rename is atomic)
+    # A folder that failed its check goes out of the way first (rename is atomic); one that
+    # another process has just put in place is kept, as a reader may be opening it.
+    if target.exists() and not _is_checked(target):
         old = temp_sibling(target.with_name(target.name + ".old"))
         try:
             target.rename(old)
