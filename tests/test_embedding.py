@@ -264,20 +264,35 @@ def hub_probe(env: dict[str, str], cache: Path) -> subprocess.CompletedProcess[s
 
 
 class RecordingHub:
-    """A model hub on 127.0.0.1 that records what is asked of it and has nothing."""
+    """A model hub on 127.0.0.1 that records what is asked of it. It has nothing, or `files`
+    ({url path: bytes}), served with the headers the hub client reads (commit, etag, size)."""
 
-    def __init__(self) -> None:
+    def __init__(self, files: dict[str, bytes] | None = None, commit: str = "") -> None:
         self.paths: list[str] = []
         hub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self) -> None:
+            def _answer(self, body: bool) -> None:
                 hub.paths.append(self.path)
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
+                data = (files or {}).get(self.path)
+                if data is None:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("X-Repo-Commit", commit)
+                self.send_header("ETag", f'"{hashlib.sha256(data).hexdigest()}"')
                 self.end_headers()
+                if body:
+                    self.wfile.write(data)
 
-            do_GET = do_HEAD = _answer
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -330,6 +345,30 @@ def test_an_opted_in_download_asks_the_hub_for_the_pinned_revision_only(tmp_path
     assert hub.paths, done.stderr
     assert all(f"/{model_source.HUB_REPO}/resolve/{revision}/" in path for path in hub.paths), \
         hub.paths
+
+
+def test_an_opted_in_download_at_its_revision_gives_a_working_model(tmp_path, embedder):
+    revision = "89abcdef0123456789abcdef0123456789abcdef"
+    weights = real_weights()  # the hub serves the same weights: the vectors must agree
+    served = RecordingHub({f"/{model_source.HUB_REPO}/resolve/{revision}/model.onnx": weights},
+                          commit=revision)
+    try:
+        cache = tmp_path / "models"
+        code = ("import numpy, sys; from pathlib import Path; "
+                "from lore_plugin.embedding import LocalEmbedder; "
+                f"e = LocalEmbedder(Path({str(cache)!r})); assert e.available, e.failure; "
+                "numpy.save(sys.argv[1], e.embed(['how do we deploy to production']))")
+        env = no_local_model_env(tmp_path, served, LORE_MODEL_HUB_REVISION=revision)
+        done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "v.npy")], env=env,
+                              capture_output=True, text=True, timeout=120, cwd=ROOT)
+    finally:
+        served.close()
+    assert done.returncode == 0, done.stderr
+    assert f"at revision {revision}" in done.stderr
+    assert hashlib.sha256(weights).hexdigest() in done.stderr  # the digest is logged
+    assert (cache / f"hub-{revision}" / "model.onnx").read_bytes() == weights
+    local = embedder.embed(["how do we deploy to production"])
+    assert float((np.load(tmp_path / "v.npy") * local).sum()) > 0.99999
 
 
 @pytest.mark.parametrize("revision", ["main", "v1.0", "0123456789abcdef"])
