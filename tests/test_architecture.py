@@ -14,7 +14,8 @@ from tests.conftest import PYTHON, ROOT, python_env
 PACKAGE = ROOT / "lore_plugin"
 # Which module or subpackage (relative to lore_plugin) may import which outside library.
 OWNERS = {"apsw": {"store"}, "anthropic": {"llm"}, "mcp": {"server"},
-          "onnxruntime": {"embedding"}, "tokenizers": {"embedding"}, "fastembed": {"embedding"}}
+          "onnxruntime": {"embedding"}, "tokenizers": {"embedding"},
+          "huggingface_hub": {"model_source"}, "fastembed": set()}
 # The pure core imports nothing from the rest of the package.
 PURE = {"types.py": set(), "errors.py": set(), "relevance.py": set(), "schema.py": set()}
 HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic")
