@@ -14,7 +14,8 @@ import pytest
 
 from lore_plugin import private
 from lore_plugin.config import load_settings
-from lore_plugin.llm import ClaudeCliLLM, pick_llm
+from lore_plugin.llm import pick_llm
+from lore_plugin.llm_cli import ClaudeCliLLM
 from lore_plugin.maintenance import doctor, export
 from lore_plugin.memory import Memory
 from tests.conftest import PYTHON, python_env
