@@ -24,7 +24,7 @@ def trusted_for_brief(frag: Fragment) -> bool:
 def session_brief(settings: Settings, cwd: str | None) -> str | None:
     from .memory import Memory
     from .status import problems
-    from .transcript import project_key
+    from .project import project_key
 
     topics = []
     total = here = 0

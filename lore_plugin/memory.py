@@ -17,7 +17,8 @@ from . import relevance as rel
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .redact import redact
-from .search import Fusion, VectorIndex, fts_expression
+from .search import Fusion, VectorIndex
+from .terms import fts_expression
 from .store import Store
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 from .vector_snapshot import snapshot_path

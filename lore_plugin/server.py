@@ -466,7 +466,7 @@ def main() -> None:
     from .embedding import LocalEmbedder
     from .logs import setup_logging
     from .private import lock_down
-    from .transcript import project_key
+    from .project import project_key
 
     settings = load_settings()
     lock_down(settings.home, settings.db_path)
