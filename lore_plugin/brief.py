@@ -23,8 +23,8 @@ def trusted_for_brief(frag: Fragment) -> bool:
 
 def session_brief(settings: Settings, cwd: str | None) -> str | None:
     from .memory import Memory
-    from .status import problems
     from .project import project_key
+    from .status import problems
 
     topics = []
     total = here = 0

@@ -18,8 +18,8 @@ from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .redact import redact
 from .search import Fusion, VectorIndex
-from .terms import fts_expression
 from .store import Store
+from .terms import fts_expression
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 from .vector_snapshot import snapshot_path
 

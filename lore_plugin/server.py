@@ -148,6 +148,7 @@ class Service:
         self._reinforcer = ThreadPoolExecutor(1, thread_name_prefix="lore-reinforce")
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
         self._writing_snapshot = threading.Lock()
+        self.warm = threading.Event()  # warm-up done: the per-prompt hook may use the model
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
@@ -467,6 +468,7 @@ def main() -> None:
     from .logs import setup_logging
     from .private import lock_down
     from .project import project_key
+    from .prompt_recall import open_socket
 
     settings = load_settings()
     lock_down(settings.home, settings.db_path)
@@ -475,12 +477,14 @@ def main() -> None:
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
     service = Service(memory)
     log.info("serving %s for project %s", settings.db_path, project)
+    close_socket = open_socket(settings, service.lock, memory, service.warm)  # for the hook
 
     @asynccontextmanager
     async def lifespan(server: LoreServer):  # type: ignore[no-untyped-def]
         def warm() -> None:
             server.listed.wait(WARM_DELAY)
             service.warm_up()
+            service.warm.set()
 
         threading.Thread(target=warm, name="lore-warm-up", daemon=True).start()
         yield {}
@@ -488,6 +492,7 @@ def main() -> None:
     try:
         build_server(service, lifespan=lifespan).run("stdio")
     finally:
+        close_socket()
         service.close()
 
 
