@@ -26,6 +26,7 @@ from . import __version__, render
 from .errors import LoreError
 from .memory import MAX_DEPTH, MAX_LIMIT, Memory
 from .store import BusyError, Store
+from .storing import store_knowledge, stored_text
 from .types import Fragment, TreeNode
 
 log = logging.getLogger("lore.server")
@@ -100,6 +101,8 @@ class StoreAnswer(BaseModel):
     depth: int
     summary: str
     parent_id: str | None
+    duplicate: bool = Field(False, description="already known: reinforced, nothing added")
+    created: list[str] = Field([], description="topic or concept made to hold it")
 
 
 class TopicOut(FragmentOut):
@@ -383,19 +386,16 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
     @server.tool(annotations=WRITE)
     def store_memory(content: ContentArg, summary: SummaryArg, parent_id: ParentArg = None,
                      depth: StoreDepthArg = 2) -> Annotated[CallToolResult, StoreAnswer]:
-        """Store one piece of knowledge explicitly so later sessions can recall it: under a
-        parent one level up (parent_id), or as a new topic with depth 0 and no parent. With no
-        parent_id and depth 1+, it goes under the best-matching fragment one level up.
-        Returns the new fragment's id."""
+        """Store one piece of knowledge so later sessions can recall it. Just content and
+        summary is enough: it goes under the best-fitting concept, or a topic and concept are
+        made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
+        new topic. Knowledge already stored is not copied: the answer gives the existing id."""
         # Two calls: a busy retry of the first must never repeat a write that went through.
-        frag = service.call(lambda m: m.store(content, summary, parent_id, depth), True)
-        parent = service.call(lambda m: m.parent(frag.id))
-        text = f"Stored {render.fragment_line(frag, content=False)}\nid: {frag.id}"
-        if parent is not None:
-            text += f"\nunder {render.fragment_line(parent, content=False)}"
-        text = render.recalled(text)
-        return answer(text, StoreAnswer(id=frag.id, depth=frag.depth, summary=frag.summary,
-                                        parent_id=frag.parent_id))
+        stored = service.call(lambda m: store_knowledge(m, content, summary, parent_id, depth), True)
+        frag, parent = stored.fragment, service.call(lambda m: m.parent(stored.fragment.id))
+        return answer(stored_text(stored, parent), StoreAnswer(
+            id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,
+            duplicate=stored.duplicate, created=[f.id for f in stored.created]))
 
     @server.tool(annotations=READ)
     def list_topics() -> Annotated[CallToolResult, TopicsAnswer]:

@@ -40,3 +40,26 @@ def fts_expression(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A crude stem, so that 'deploys' meets 'deploy' (FTS5's porter stemmer matches them)."""
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def held_terms(terms: list[str], text: str) -> int:
+    """How many of `terms` (keyword_terms of something) occur in `text`, stems compared."""
+    present = {stem(t) for t in keyword_terms(text)}
+    return sum(1 for t in terms if stem(t) in present)
+
+
+def numbers_in(text: str) -> set[str]:
+    """Terms holding a digit: times, versions, amounts, error codes. Two texts that differ in
+    them say different things however close their embeddings are."""
+    return {t for t in keyword_terms(text) if any(c.isdigit() for c in t)}
