@@ -28,10 +28,12 @@ def _git_dir(dot_git: str) -> str | None:
     text = _read_small(dot_git)
     if not text or not text.startswith("gitdir:"):
         return None
-    target = text[len("gitdir:"):].strip().splitlines()[0].strip() if text.strip() else ""
+    target = text[len("gitdir:"):].strip()
+    target = target.splitlines()[0].strip() if target else ""
     if not target:
         return None
-    return os.path.realpath(os.path.join(os.path.dirname(dot_git), target))
+    git_dir = os.path.realpath(os.path.join(os.path.dirname(dot_git), target))
+    return git_dir if os.path.isdir(git_dir) else None  # a dangling link names no repository
 
 
 def git_common_dir(folder: str) -> str | None:
