@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import threading
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
+    import threading
     from collections.abc import Callable
     from typing import Any
 
@@ -92,6 +92,8 @@ class Listener:
         with os.fdopen(fd, "w") as fh:
             fh.write(info)
         os.replace(tmp, self.info_path)  # a reader sees the whole file or none
+        import threading  # here: the hook imports this module for ask() alone
+
         self._thread = threading.Thread(target=self._serve, name="lore-prompt-socket",
                                         daemon=True)
         self._thread.start()

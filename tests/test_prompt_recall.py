@@ -196,3 +196,18 @@ def test_a_dead_servers_announcement_is_cleared_and_the_hook_falls_back(home):
     context, _ = prompt_hook(home, STRONG)
     assert context is not None and FACT in context  # keyword search alone found it
     assert not stale.exists()
+
+
+def test_the_hook_never_loads_the_model_or_numpy(home):
+    """Even the fallback: keyword search alone, through apsw."""
+    payload = json.dumps({"session_id": "x", "prompt": STRONG})
+    code = ("import io, json, sys\n"
+            f"sys.stdin = io.TextIOWrapper(io.BytesIO({payload!r}.encode()))\n"
+            "from lore_plugin import hooks\n"
+            "hooks.main(['user-prompt'])\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "{'numpy', 'onnxruntime', 'fastembed', 'tokenizers', 'anthropic', 'mcp'})), file=sys.stderr)\n")
+    out = subprocess.run([PYTHON, "-c", code], env=env_for(home), capture_output=True, text=True,
+                         timeout=60)
+    assert FACT in out.stdout  # it did inject, by keywords
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
