@@ -169,6 +169,23 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _remove_stale(info_path: str, socket_path: object) -> None:
+    """A crashed server's announcement, its socket and the private temp folder it made."""
+    for stale in (info_path, socket_path):
+        try:
+            if isinstance(stale, str):
+                os.unlink(stale)
+        except OSError:
+            pass
+    if isinstance(socket_path, str):
+        folder = os.path.dirname(socket_path)
+        if os.path.basename(folder).startswith("lore-"):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+
+
 def _servers(home: str, db_path: str) -> list[dict[str, Any]]:
     """Announced servers of this database, newest first; files of dead servers are removed."""
     folder = run_dir(home)
@@ -187,12 +204,7 @@ def _servers(home: str, db_path: str) -> list[dict[str, Any]]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if not _alive(pid):
-            for stale in (path, info.get("socket")):
-                try:
-                    if isinstance(stale, str):
-                        os.unlink(stale)
-                except OSError:
-                    pass
+            _remove_stale(path, info.get("socket"))
             continue
         if info.get("db") == db and isinstance(info.get("socket"), str):
             try:

@@ -211,3 +211,21 @@ def test_the_hook_never_loads_the_model_or_numpy(home):
                          timeout=60)
     assert FACT in out.stdout  # it did inject, by keywords
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+def test_a_home_too_deep_for_a_socket_path_gets_a_private_temp_folder(tmp_path):
+    from lore_plugin.recall_socket import Listener
+
+    home = tmp_path / ("deep-" * 20) / "lore"
+    listener = Listener(str(home), str(home / "memory.db"),
+                        lambda request: {"context": request["prompt"].upper(), "ids": []})
+    listener.start()
+    try:
+        folder = Path(listener.socket_path).parent
+        assert folder != Path(run_dir(str(home))) and stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert ask(str(home), str(home / "memory.db"), {"prompt": "hi"}, 5.0) == {
+            "context": "HI", "ids": []}
+        assert ask(str(home), str(tmp_path / "other.db"), {"prompt": "hi"}, 5.0) is None
+    finally:
+        listener.close()
+    assert not folder.exists() and not Path(listener.info_path).exists()
