@@ -155,7 +155,7 @@ def install_from_marketplace(claude: Path, tmp_path: Path) -> tuple[Path, dict[s
         REPO,
         source,
         ignore=shutil.ignore_patterns(
-            ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", "build"
+            ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", ".cache", "build"
         ),
     )
     home = tmp_path / "home"
