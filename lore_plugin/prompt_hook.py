@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 SOCKET_TIMEOUT = 0.25  # seconds for the whole exchange with the servers
+MAX_PROMPT = 4000  # as prompt_recall.MAX_PROMPT, without importing it on the fast path
 SESSIONS_DIR = "sessions"  # per-session records of what was injected
 SEEN_SUFFIX = ".recalled"
 KEEP_RECORDS_SECS = 7 * 86400.0
@@ -79,6 +80,7 @@ def prompt_context(prompt: str, session: str, home: str, db_path: str,
     """The additionalContext for this prompt, or None when nothing strong and new matches."""
     from .recall_socket import ask
 
+    prompt = prompt[:MAX_PROMPT]  # the rest would only cost time (prompt_recall searches no more)
     seen = seen_ids(home, session)
     answer = ask(home, db_path, {"prompt": prompt, "seen": sorted(seen)}, timeout)
     if answer is None or answer.get("busy"):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 RUN_DIR = "run"
-MAX_REQUEST = 64 * 1024
+MAX_REQUEST = 256 * 1024  # the hook sends at most 4,000 prompt characters and the seen ids
 MAX_ANSWER = 256 * 1024
 SERVER_READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
@@ -66,6 +66,8 @@ class Listener:
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        if not hasattr(socket, "AF_UNIX"):  # Windows: the hook searches by keywords alone
+            raise OSError("this platform has no Unix sockets")
         folder = run_dir(self.home)
         _private_dir(folder)
         path = os.path.join(folder, f"{self.pid}.sock")
@@ -221,6 +223,8 @@ def ask(home: str, db_path: str, request: dict[str, Any], timeout: float
     """The first running server's answer within `timeout` seconds in all, or None."""
     import time
 
+    if not hasattr(socket, "AF_UNIX"):
+        return None
     deadline = time.monotonic() + timeout
     for info in _servers(home, db_path):
         left = deadline - time.monotonic()

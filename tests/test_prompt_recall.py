@@ -229,3 +229,23 @@ def test_a_home_too_deep_for_a_socket_path_gets_a_private_temp_folder(tmp_path):
     finally:
         listener.close()
     assert not folder.exists() and not Path(listener.info_path).exists()
+
+
+def test_a_server_still_loading_its_model_answers_by_words_at_once(home, tmp_path):
+    """The first prompt of a session arrives while its server loads the model: the answer
+    comes from keyword search on the server's connection instead of waiting for the model."""
+    proc = subprocess.Popen([str(LAUNCH), "mcp"], env=env_for(home), cwd=tmp_path,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        info = Path(run_dir(str(home))) / f"{proc.pid}.json"
+        deadline = time.monotonic() + 60
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        answer = ask(str(home), str(home / "memory.db"), {"prompt": STRONG, "seen": []}, 5.0)
+        assert answer is not None and answer["judged_by"] == "words"
+        assert FACT in answer["context"] and time.monotonic() - started < 2.0
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(timeout=30)
