@@ -108,6 +108,11 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges and "
           f"{len(plan.watermarks)} watermarks; {plan.skipped_fragments} fragments and "
           f"{plan.skipped_edges} edges are already here")
+    problems = plan.problems.describe()
+    if plan.problems.skipped_rows:
+        print(f"{plan.problems.skipped_rows} bad row(s) will be skipped; the rest imports:")
+    for line in problems:
+        print(f"  {line}")
     if not args.yes:
         print("nothing changed: run again with --yes to import")
         return 0

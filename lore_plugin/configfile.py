@@ -7,9 +7,11 @@ and needs just two values from it. config.py wraps the same values in the frozen
 from __future__ import annotations
 
 import os
+import re
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -37,6 +39,48 @@ _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
     ("brief", "enabled"): ("session_brief", bool),
     ("recall", "on_prompt"): ("recall_on_prompt", bool),
 }
+
+
+# Inclusive ranges of the numeric settings. A value outside is ignored with a warning naming
+# the key, and the default is used: an infinite timeout, a NaN threshold or a billion-line
+# batch would otherwise reach the code that trusts them. A numeric key not listed here must
+# still be finite and positive.
+_BOUNDS: dict[str, tuple[float, float]] = {
+    "batch_size": (1, 1000),
+    "max_requests_per_hour": (1, 100_000),
+    "llm_timeout_secs": (1.0, 3600.0),
+    "retry_backoff_secs": (1.0, 86400.0),
+    "park_after": (1, 1000),
+    "batch_bytes": (1024, 16 * 1024 * 1024),  # below lines.MAX_LINE_BYTES
+    "stale_tail_secs": (1.0, 7 * 86400.0),
+    "consolidation_interval_secs": (60.0, 30 * 86400.0),
+    "similarity_threshold": (0.0, 1.0),
+    "merge_threshold": (0.0, 1.0),
+    "concept_link_threshold": (0.0, 1.0),
+    "edge_decay": (0.0, 0.99),  # 1 would prune every edge in one cycle
+    "edge_prune_below": (0.0, 1.0),
+    "prune_age_days": (1.0, 36500.0),
+}
+# A variable *name*: a pasted key fails this, and is then never repeated in a warning.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,199}$")
+_NOT_ECHOED = frozenset({"api_key_env"})  # what a user may have pasted a secret into
+
+
+def _checked(attr: str, value: Any) -> Any:
+    """`value` if it is sane for `attr`; ValueError (the reason) if not."""
+    if attr == "api_key_env" and not _ENV_NAME.match(value):
+        raise ValueError("not an environment variable name (letters, digits and _); the "
+                         "value is not shown, in case it is the key itself")
+    if attr == "claude_model" and not _MODEL_NAME.match(value):
+        raise ValueError("not a model name")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value - value != 0:  # NaN or infinite (math.isfinite; math costs the Stop hook)
+            raise ValueError("must be a finite number")
+        low, high = _BOUNDS.get(attr, (0, float("inf")))
+        if not low <= value <= high:
+            raise ValueError(f"must be from {low:g} to {high:g}")
+    return value
 
 
 def _coerce(value: Any, kind: Any) -> Any:
@@ -79,14 +123,36 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
         if not isinstance(table, dict) or key not in table:
             continue
         try:
-            values[attr] = _coerce(table[key], kind)
+            values[attr] = _checked(attr, _coerce(table[key], kind))
         except ValueError as exc:
-            warnings.append(f"config [{section}] {key} = {table[key]!r} ignored: {exc}")
+            shown = "..." if attr in _NOT_ECHOED else repr(table[key])[:80]
+            warnings.append(f"config [{section}] {key} = {shown} ignored (using the default): "
+                            f"{exc}")
     values["home"] = home
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))
     if env.get("LORE_MODEL"):
-        values["claude_model"] = env["LORE_MODEL"]
-    if env.get("LORE_BATCH_SIZE", "").isdigit() and int(env["LORE_BATCH_SIZE"]) > 0:
-        values["batch_size"] = int(env["LORE_BATCH_SIZE"])
+        if _MODEL_NAME.match(env["LORE_MODEL"]):
+            values["claude_model"] = env["LORE_MODEL"]
+        else:
+            warnings.append("LORE_MODEL ignored: not a model name")
+    if env.get("LORE_BATCH_SIZE"):
+        low, high = _BOUNDS["batch_size"]
+        if env["LORE_BATCH_SIZE"].isdigit() and low <= int(env["LORE_BATCH_SIZE"]) <= high:
+            values["batch_size"] = int(env["LORE_BATCH_SIZE"])
+        else:
+            warnings.append(f"LORE_BATCH_SIZE ignored: must be a whole number from {low} to "
+                            f"{high}")
     return values, warnings
+
+
+def claude_projects_dir(env: Mapping[str, str]) -> str:
+    """Where Claude Code keeps session transcripts. Claude Code moves all of ~/.claude to
+    $CLAUDE_CONFIG_DIR when that is set (and hooks inherit its environment);
+    LORE_CLAUDE_PROJECTS overrides both (tests, unusual setups)."""
+    if env.get("LORE_CLAUDE_PROJECTS"):
+        return os.path.expanduser(env["LORE_CLAUDE_PROJECTS"])
+    config = env.get("CLAUDE_CONFIG_DIR")
+    home = env.get("HOME") or os.path.expanduser("~")
+    base = os.path.expanduser(config) if config else os.path.join(home, ".claude")
+    return os.path.join(base, "projects")

@@ -33,7 +33,7 @@ from .errors import LLMUnavailable, LoreError
 from .locks import consolidation_lock
 from .render import clip
 from .store import Store
-from .types import depth_name
+from .types import EMBED_BYTES, depth_name
 
 if TYPE_CHECKING:  # numpy, pydantic and the LLM phases load on first use: is_overdue is cheap
     import numpy as np
@@ -158,7 +158,7 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
 
     started = time.perf_counter()
     s = run.settings
-    topics = run.store.topic_vectors()
+    topics = [t for t in run.store.topic_vectors() if len(t[4]) == EMBED_BYTES]  # see doctor
     ids = [t[0] for t in topics]
     names = [t[2] for t in topics]
     standing = [table.standing(t[1]) for t in topics]
@@ -235,6 +235,8 @@ def phase_concept_links(run: Run, topic_links: list[tuple[str, str, float]],
     rows = run.store.child_vectors(sorted(involved | set(owners)))
     kids: dict[str, list[tuple[str, str, bytes]]] = {}
     for parent, cid, summary, blob in rows:
+        if len(blob) != EMBED_BYTES:  # would not stack with the rest; `lore doctor` reports it
+            continue
         kids.setdefault(owners.get(parent, parent), []).append((cid, summary, blob))
     matrices = {t: np.stack([from_blob(k[2]) for k in ks]) for t, ks in kids.items()}
     links: list[tuple[str, str, float]] = []

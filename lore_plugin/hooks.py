@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 import time
 from pathlib import Path
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from .config import Settings
     from .types import HookEvent
 
@@ -38,24 +41,57 @@ def _payload(raw: bytes) -> tuple[dict, str]:
     return data, session if _SESSION_ID.match(session) else ""
 
 
-def parse_event(raw: bytes, name: str) -> HookEvent:
+def parse_event(raw: bytes, name: str, env: Mapping[str, str] | None = None,
+                log_dir: Path | None = None) -> HookEvent:
     from .types import HookEvent
 
     data, session = _payload(raw)
+    transcript, problem = _valid_transcript(data.get("transcript_path"),
+                                            os.environ if env is None else env)
+    if problem and log_dir is not None:
+        _log_note(log_dir, name, problem)
     return HookEvent(
         event=str(data.get("hook_event_name") or name), session_id=session,
-        transcript_path=_valid_transcript(data.get("transcript_path")),
+        transcript_path=transcript,
         cwd=data.get("cwd") if isinstance(data.get("cwd"), str) else None,
         source=data.get("source"), reason=data.get("reason"),
         stop_hook_active=bool(data.get("stop_hook_active")))
 
 
-def _valid_transcript(value: object) -> str | None:
-    """Only an absolute path to a .jsonl file is accepted from the outside."""
-    if not isinstance(value, str) or "\x00" in value or not value.endswith(".jsonl"):
-        return None
-    path = Path(value)
-    return str(path) if path.is_absolute() else None
+def _valid_transcript(value: object, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(the path, None) when `value` names a regular .jsonl file inside Claude Code's projects
+    folder, symlinks resolved; else (None, why not), the reason None when the file simply
+    does not exist yet (a new session's SessionStart comes before its first line). The path
+    is returned as given, not resolved: watermarks are keyed by it."""
+    if value is None:
+        return None, None
+    if (not isinstance(value, str) or "\x00" in value or len(value) > 4096
+            or not value.endswith(".jsonl") or not os.path.isabs(value)):
+        return None, f"transcript_path ignored: not an absolute .jsonl path: {value!r:.200}"
+    from .configfile import claude_projects_dir
+
+    root = os.path.realpath(claude_projects_dir(env))
+    real = os.path.realpath(value)
+    if not real.startswith(root + os.sep):
+        return None, f"transcript_path ignored: outside {root}: {value!r:.200}"
+    try:
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return None, f"transcript_path ignored: not a regular file: {value!r:.200}"
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"transcript_path ignored: {exc.strerror}: {value!r:.200}"
+    return value, None
+
+
+def _log_note(log_dir: Path, name: str, message: str) -> None:
+    """One line in hooks.log for input that was ignored; never raises."""
+    try:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
+            fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name}: {message}\n")
+    except OSError:
+        pass
 
 
 def spawn_worker(log_dir: Path, *args: str) -> None:
@@ -109,10 +145,12 @@ def stop_due(raw: bytes, env: dict[str, str]) -> tuple[Path, list[str]] | None:
     from .lines import count_turns_fast
 
     data, session = _payload(raw)
-    transcript = _valid_transcript(data.get("transcript_path"))
+    values, _ = read_values(env)
+    transcript, problem = _valid_transcript(data.get("transcript_path"), env)
+    if problem:
+        _log_note(Path(values["home"]) / "logs", "stop", problem)
     if not transcript:
         return None
-    values, _ = read_values(env)
     pending = count_turns_fast(transcript, _watermark(values["db_path"], transcript))
     if pending < values.get("batch_size", 20):
         return None
@@ -162,7 +200,7 @@ def on_session_start(event: HookEvent, settings: Settings) -> str | None:
 
 
 def run(name: str, raw: bytes, settings: Settings) -> str | None:
-    event = parse_event(raw, name)
+    event = parse_event(raw, name, log_dir=settings.log_dir)
     if name == "session-end":
         on_session_end(event, settings)
     elif name == "session-start":

@@ -28,6 +28,7 @@ from .errors import BudgetExceeded, LLMError, LLMUnavailable
 from .private import private_dir
 
 HOUR = 3600.0
+DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DISABLE_MARKER = "LORE_DISABLE"  # set in the nested `claude -p`: every Lore hook returns at once
 Tool = dict[str, Any]
 
@@ -419,7 +420,18 @@ def _private_cwd(home: Path) -> str | None:
 
 
 def _paused_reason(settings: Settings) -> str:
-    return f"paused: no {settings.api_key_env} and no `claude` CLI on PATH"
+    source = key_source(settings)
+    missing = source if source == DEFAULT_KEY_ENV else f"API key in {source}"
+    return f"paused: no {missing} and no `claude` CLI on PATH"
+
+
+def key_source(settings: Settings) -> str:
+    """Where the API key is read from, for messages. A configured api_key_env is never
+    repeated: people paste the key itself there, and these lines reach the SessionStart
+    brief, `lore status` and the logs."""
+    if settings.api_key_env == DEFAULT_KEY_ENV:
+        return DEFAULT_KEY_ENV
+    return "the variable named by config [claude] api_key_env"
 
 
 def paused_reason(settings: Settings, env: Mapping[str, str] | None = None,
@@ -443,7 +455,7 @@ def llm_status(
         where = env.get("ANTHROPIC_BASE_URL")
         via = f" via {where}" if where else ""
         return (
-            f"anthropic API{via} ({settings.claude_model}, key from {settings.api_key_env}); "
+            f"anthropic API{via} ({settings.claude_model}, key from {key_source(settings)}); "
             f"{budget}"
         )
     claude = _find_claude(env, which)

@@ -11,13 +11,15 @@ from typing import Any
 
 import orjson
 
-from . import private, vector_snapshot
+from . import importcheck, private, vector_snapshot
 from .config import Settings
 from .errors import InvalidInput
 from .locks import FileLock, temp_sibling
 from .private import create_private
 from .redact import redact
+from .render import clip
 from .store import Store
+from .types import EMBED_BYTES
 
 FORMAT = "lore-export"
 VERSION = 1
@@ -39,6 +41,8 @@ class ImportPlan:
     watermarks: list[dict[str, Any]] = field(default_factory=list)
     skipped_fragments: int = 0
     skipped_edges: int = 0
+    problems: importcheck.Problems = field(default_factory=importcheck.Problems)
+    lines: dict[int, int] = field(default_factory=dict)  # id(row) -> its line, while planning
 
 
 def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None
@@ -64,6 +68,13 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
                           f"{len(orphans)} orphan edges, {len(dangling)} dangling supersessions")
         if (orphans or dangling) and fix:
             store.repair_graph(orphans, dangling)
+            finding.fixed = True
+        found.append(finding)
+        wrong = store.wrong_length_embeddings(EMBED_BYTES)
+        finding = Finding("vectors", not wrong, f"{len(wrong)} vectors of the wrong length "
+                          f"(not {EMBED_BYTES} bytes; search leaves them out)")
+        if wrong and fix:
+            store.clear_embeddings(wrong)  # the embeddings check below embeds them again
             finding.fixed = True
         found.append(finding)
         missing = store.counts()["without_embedding"]
@@ -150,14 +161,13 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
     return counts
 
 
-def plan_import(settings: Settings, source: Path) -> ImportPlan:
+def plan_import(settings: Settings, source: Path, now: float | None = None) -> ImportPlan:
+    """What importing `source` would add. Every row is checked first (importcheck.py): a bad
+    row is skipped and counted with its reason, the good ones still import."""
+    now = time.time() if now is None else now
     plan = ImportPlan()
     with open(source, "rb") as fh:
-        header = orjson.loads(fh.readline() or b"{}")
-        if header.get("format") != FORMAT:
-            raise InvalidInput(f"{source} is not a Lore export (no '{FORMAT}' header)")
-        if int(header.get("version", 0)) > VERSION:
-            raise InvalidInput(f"{source} comes from a newer Lore (export version {header['version']})")
+        _check_header(source, fh.readline())
         store = Store(settings.db_path, readonly=True)
         try:
             for number, line in enumerate(fh, start=2):
@@ -165,32 +175,80 @@ def plan_import(settings: Settings, source: Path) -> ImportPlan:
                     continue
                 try:
                     record = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
-                    raise InvalidInput(f"{source}:{number}: not JSON ({exc})") from exc
-                _plan_record(store, record, plan)
+                except orjson.JSONDecodeError:
+                    plan.problems.skip(number, "not JSON")
+                    continue
+                try:
+                    _plan_record(store, record, plan, now, number)
+                except importcheck.BadRow as exc:
+                    plan.problems.skip(number, str(exc))
+            _drop_dangling(store, plan)
         finally:
             store.close()
     return plan
 
 
-def _plan_record(store: Store, record: dict[str, Any], plan: ImportPlan) -> None:
+def _check_header(source: Path, line: bytes) -> None:
+    try:
+        header = orjson.loads(line or b"{}")
+    except orjson.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise InvalidInput(f"{source} is not a Lore export (no '{FORMAT}' header)")
+    version = header.get("version", 0)
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise InvalidInput(f"{source} has an export version that is not a number")
+    if version > VERSION:
+        raise InvalidInput(f"{source} comes from a newer Lore (export version {version})")
+
+
+def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number: int) -> None:
+    if not isinstance(record, dict):
+        raise importcheck.BadRow("a line that is not a JSON object")
     if "fragment" in record:
-        frag = dict(record["fragment"])
+        frag = importcheck.check_fragment(record["fragment"], now, plan.problems)
         if store.has_fragment(frag["id"]):
             plan.skipped_fragments += 1
             return
-        if frag.get("embedding"):
-            frag["embedding"] = base64.b64decode(frag["embedding"])
-        frag["metadata"] = orjson.dumps(frag.get("metadata") or {}).decode()
+        frag["metadata"] = orjson.dumps(frag["metadata"]).decode()
         plan.fragments.append(frag)
+        plan.lines[id(frag)] = number
     elif "edge" in record:
-        edge = record["edge"]
+        edge = importcheck.check_edge(record["edge"], now, plan.problems)
         if store.has_edge(edge["source"], edge["target"], edge["kind"]):
             plan.skipped_edges += 1
         else:
             plan.edges.append(edge)
+            plan.lines[id(edge)] = number
     elif "watermark" in record:
-        plan.watermarks.append(record["watermark"])
+        plan.watermarks.append(importcheck.check_watermark(record["watermark"], now,
+                                                           plan.problems))
+    else:
+        raise importcheck.BadRow("a record that is none of fragment, edge or watermark")
+
+
+def _drop_dangling(store: Store, plan: ImportPlan) -> None:
+    """An edge must join two fragments that exist after the import (the foreign key would
+    otherwise fail the whole import); a supersession pointer to a fragment that will not
+    exist is dropped, the fragment itself kept."""
+    incoming = {f["id"] for f in plan.fragments}
+
+    def known(fid: str) -> bool:
+        return fid in incoming or store.has_fragment(fid)
+
+    kept = []
+    for edge in plan.edges:
+        if known(edge["source"]) and known(edge["target"]):
+            kept.append(edge)
+        else:
+            plan.problems.skip(plan.lines.get(id(edge), 0), "edge names a fragment that is "
+                               "neither in the file nor in the database")
+    plan.edges = kept
+    for frag in plan.fragments:
+        if frag["superseded_by"] is not None and not known(frag["superseded_by"]):
+            frag["superseded_by"] = None
+            plan.problems.clamped["superseded_by (unknown fragment, dropped)"] += 1
+    plan.lines.clear()
 
 
 def apply_import(settings: Settings, plan: ImportPlan) -> None:
@@ -212,11 +270,45 @@ def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> l
             below = store.descendant_ids(fid, include_superseded=True)
             doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
         store.secure_delete()
+        summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
         with store.write():
             for victim in doomed[1:] + doomed[:1]:
                 store.delete(victim, now)
+            _scrub_reports(store, summaries)
         store.purge_deleted()
         vector_snapshot.remove(settings.db_path)  # it still holds the forgotten vectors
         return doomed
     finally:
         store.close()
+
+
+FORGOTTEN = "[forgotten]"
+
+
+def _scrub_reports(store: Store, summaries: list[str]) -> int:
+    """Consolidation reports quote summaries (merges, links, supersessions, what decay
+    forgot), quoted as '...' and often clipped: an item quoting a forgotten fragment is
+    replaced whole, reason and all. Returns how many reports changed."""
+    needles = {f"'{text}'" for s in summaries for text in (s, clip(s, 80))}
+    changed = []
+    for rid, text in store.consolidation_reports():
+        scrubbed, hits = _scrub(orjson.loads(text), needles)
+        if hits:
+            changed.append((rid, orjson.dumps(scrubbed).decode()))
+    if changed:
+        store.set_consolidation_reports(changed)
+    return len(changed)
+
+
+def _scrub(value: Any, needles: set[str]) -> tuple[Any, int]:
+    if isinstance(value, str):
+        flat = " ".join(value.split())  # as clip() flattens whitespace
+        hit = any(n in value or n in flat for n in needles)
+        return (FORGOTTEN, 1) if hit else (value, 0)
+    if isinstance(value, list):
+        pairs = [_scrub(v, needles) for v in value]
+        return [v for v, _ in pairs], sum(n for _, n in pairs)
+    if isinstance(value, dict):
+        pairs2 = {k: _scrub(v, needles) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs2.items()}, sum(n for _, n in pairs2.values())
+    return value, 0

@@ -4,6 +4,7 @@ relevance, branches) live in memory.py."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import vector_snapshot
 from .store import Store
-from .types import EMBED_DIM, Fragment
+from .types import EMBED_BYTES, EMBED_DIM, Fragment
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger(__name__)
 
 COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
 REDUCE_FROM = 20_000  # below this an exact scan is already fast
@@ -71,7 +74,8 @@ class VectorIndex:
             expected = store.live_embedded_count(after, max_rowid)
             basis = None if full else self.basis
             if basis is None and expected + (0 if full else len(self.ids)) >= REDUCE_FROM:
-                basis = _pca_basis(np.frombuffer(b"".join(store.embedding_sample(PCA_SAMPLE)),
+                sample = [b for b in store.embedding_sample(PCA_SAMPLE) if len(b) == EMBED_BYTES]
+                basis = _pca_basis(np.frombuffer(b"".join(sample),
                                                  dtype="<f4").reshape(-1, EMBED_DIM))
             ids, rowids, depths, mat, scales, red = _load_rows(store, after, max_rowid, expected,
                                                                basis)
@@ -118,6 +122,8 @@ class VectorIndex:
         for i in picks:
             row = live.get(int(snap.rowids[i]))
             if row is None or row[0].encode() != snap.ids[i] or row[1] != int(snap.depths[i]):
+                return
+            if len(row[2]) != EMBED_BYTES:
                 return
             vector = np.frombuffer(row[2], dtype="<f4")
             kept = snap.matrix[i].astype(np.float32) * snap.scales[i]
@@ -279,8 +285,14 @@ def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.nda
     mat = np.empty((expected, EMBED_DIM), dtype=np.float32 if basis is None else np.int8)
     scales = None if basis is None else np.empty(expected, dtype=np.float32)
     red = None if basis is None else np.empty((expected, basis.shape[1]), dtype=np.float32)
-    cursor, done = store.embeddings_between(after, upto), 0
+    cursor, done, wrong = store.embeddings_between(after, upto), 0, 0
     while chunk := list(islice(cursor, LOAD_CHUNK)):
+        if any(len(r[3]) != EMBED_BYTES for r in chunk):
+            # A vector of another length (an old import, a hand edit) would fail the reshape
+            # and with it every search: it is left out, and `lore doctor` reports it.
+            kept = [r for r in chunk if len(r[3]) == EMBED_BYTES]
+            wrong += len(chunk) - len(kept)
+            chunk = kept
         end = done + len(chunk)
         vectors = np.frombuffer(b"".join(r[3] for r in chunk), dtype="<f4").reshape(-1, EMBED_DIM)
         ids.extend(r[1] for r in chunk)
@@ -293,6 +305,9 @@ def _load_rows(store: Store, after: int, upto: int, expected: int, basis: np.nda
         if red is not None:
             red[done:end] = vectors @ basis
         done = end
+    if wrong:
+        log.warning("left %d vector(s) of the wrong length out of the index; run `lore doctor "
+                    "--fix` to embed those fragments again", wrong)
     return (_id_array(ids), rowids[:done], depths[:done], mat[:done],
             None if scales is None else scales[:done], None if red is None else red[:done])
 

@@ -69,25 +69,33 @@ def _assistant_text(obj: dict[str, Any], message: dict[str, Any]) -> str | None:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _read_complete_lines(handle: Any, max_bytes: int | None) -> bytes:
-    """Bytes from the current position up to and including the last wanted b"\\n"."""
+def _read_complete_lines(handle: Any, max_bytes: int | None) -> tuple[bytes, int, int]:
+    """(bytes from the current position up to and including the last wanted b"\\n", how many
+    bytes that consumed, how many over-long lines were consumed without being kept)."""
     if max_bytes is None:
         buffer = handle.read()
-        return buffer[: buffer.rfind(b"\n") + 1]
+        data = buffer[: buffer.rfind(b"\n") + 1]
+        return data, len(data), 0
     buffer = handle.read(max(max_bytes, 0))
     cut = buffer.rfind(b"\n")
     if cut >= 0:
-        return buffer[: cut + 1]
+        return buffer[: cut + 1], cut + 1, 0
     # One line is longer than max_bytes. Consume it whole anyway, so that a 10 MB line cannot
-    # wedge ingestion by never fitting in a batch.
-    chunks = [buffer]
+    # wedge ingestion by never fitting in a batch; past MAX_LINE_BYTES it is no longer kept
+    # (it would not be parsed anyway), so a runaway line costs a bounded amount of memory.
+    chunks, kept, consumed = [buffer], len(buffer), len(buffer)
     while chunk := handle.read(_READ_CHUNK):
         newline = chunk.find(b"\n")
+        piece = chunk if newline < 0 else chunk[: newline + 1]
+        consumed += len(piece)
+        if kept <= MAX_LINE_BYTES:
+            chunks.append(piece)
+            kept += len(piece)
         if newline >= 0:
-            chunks.append(chunk[: newline + 1])
-            return b"".join(chunks)
-        chunks.append(chunk)
-    return b""  # the line is still being written: leave it for later
+            if kept > MAX_LINE_BYTES:
+                return b"", consumed, 1
+            return b"".join(chunks), consumed, 0
+    return b"", 0, 0  # the line is still being written: leave it for later
 
 
 class _TurnBuilder:
@@ -161,12 +169,12 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
         if os.fstat(handle.fileno()).st_size < offset:
             return Delta([], offset, offset, 0, 0, None, None, truncated=True)
         handle.seek(offset)
-        data = _read_complete_lines(handle, max_bytes)
+        data, consumed, dropped = _read_complete_lines(handle, max_bytes)
 
     import orjson  # here, not at the top: see _parse
 
     builder = _TurnBuilder()
-    lines = bad = 0
+    lines = bad = dropped
     cwd: str | None = None
     session_id: str | None = None
     for raw in data.split(b"\n")[:-1]:  # data ends with b"\n": the last piece is always empty
@@ -185,7 +193,7 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
             _keep_line(builder, obj)
         except (TypeError, ValueError, AttributeError):  # a known type in an unknown shape
             bad += 1
-    return Delta(builder.build(), offset, offset + len(data), lines, bad, cwd, session_id)
+    return Delta(builder.build(), offset, offset + consumed, lines, bad, cwd, session_id)
 
 
 # --- small helpers for callers ---------------------------------------------------------------

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 EMBED_DIM = 384
+EMBED_BYTES = EMBED_DIM * 4  # a stored vector: little-endian float32
 DEPTH_NAMES = ("topic", "concept", "fact")  # depth 0, 1, 2; anything deeper is a detail
 
 

@@ -25,7 +25,9 @@ log = logging.getLogger("lore.worker")
 
 
 def claude_projects_dir() -> Path:
-    return Path(os.environ.get("LORE_CLAUDE_PROJECTS") or Path.home() / ".claude" / "projects")
+    from .configfile import claude_projects_dir as projects_dir
+
+    return Path(projects_dir(os.environ))
 
 
 def _size(path: Path) -> int:

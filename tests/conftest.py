@@ -13,6 +13,9 @@ from lore_plugin.embedding import LocalEmbedder
 from lore_plugin.memory import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
+# Lore's entry points set this before they create anything (lore_plugin/private.py); tests that
+# call the library in-process do the same, so what they create is what a user's install holds.
+os.umask(0o077)
 # Real Claude Code 2.1.197 transcripts and hook payloads, copied from ../shared/fixtures.
 FIXTURES = ROOT / "tests" / "fixtures" / "claude-code-2.1.197"
 MODEL_CACHE = Path(os.environ.get("LORE_TEST_MODEL_CACHE", Path.home() / ".cache" / "lore-tests" / "models"))

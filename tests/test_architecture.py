@@ -63,7 +63,7 @@ def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = 
             targets = [".".join([*base, alias.name]) if ".".join([*base, alias.name]) in known
                        else ".".join(base) or "lore_plugin" for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lore_plugin."):
-            targets = [node.module.removeprefix("lore_plugin.")]  # type: ignore[union-attr]
+            targets = [str(node.module).removeprefix("lore_plugin.")]
         else:
             continue
         if strict:
@@ -163,7 +163,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))
 def test_per_turn_hooks_import_nothing_heavy(event, tmp_path):
     payload = {"session_id": "s", "transcript_path": str(tmp_path / "t.jsonl"), "cwd": str(tmp_path)}
     code = PROBE.format(payload=payload, event=event, heavy=HEAVY)
-    out = subprocess.run([PYTHON, "-c", code], env=python_env(LORE_HOME=str(tmp_path / "h")),
+    out = subprocess.run([PYTHON, "-c", code], env=python_env(LORE_HOME=str(tmp_path / "h"),
+                                                              LORE_CLAUDE_PROJECTS=str(tmp_path)),
                          capture_output=True, text=True, timeout=60)
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
 
@@ -178,7 +179,8 @@ def test_the_stop_hook_path_skips_even_the_light_but_slow_imports(tmp_path):
     writer.exchange(3)
     payload = {"session_id": "s", "transcript_path": str(writer.path), "cwd": str(tmp_path)}
     code = PROBE.format(payload=payload, event="stop", heavy=("dataclasses", "typing", "orjson"))
-    out = subprocess.run([PYTHON, "-c", code], env=python_env(LORE_HOME=str(tmp_path / "h")),
+    out = subprocess.run([PYTHON, "-c", code], env=python_env(LORE_HOME=str(tmp_path / "h"),
+                                                              LORE_CLAUDE_PROJECTS=str(tmp_path)),
                          capture_output=True, text=True, timeout=60)
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
 

@@ -19,6 +19,9 @@ from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel
 from tests.transcripts import TranscriptWriter
 
+# Where Claude Code writes a session's transcript under the HOME the env fixture sets: the
+# hooks accept transcripts only inside Claude Code's projects folder.
+TRANSCRIPT = "home/.claude/projects/-work-project-a/t.jsonl"
 SAMPLES = [json.loads(line) for line in (FIXTURES / "hook_stdin_samples.jsonl").read_text().splitlines()]
 
 
@@ -69,11 +72,20 @@ def fact_count(db: Path) -> int:
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s["stdin"]["hook_event_name"])
-def test_every_recorded_payload_parses_into_a_hook_event(sample):
-    event = parse_event(json.dumps(sample["stdin"]).encode(), "x")
+def test_every_recorded_payload_parses_into_a_hook_event(sample, tmp_path):
+    # The recorded path, moved under this test's HOME, where the file then exists.
+    recorded = sample["stdin"]["transcript_path"]
+    moved = tmp_path / "home" / recorded[recorded.index(".claude/projects/"):]
+    moved.parent.mkdir(parents=True)
+    moved.write_text("")
+    stdin = dict(sample["stdin"], transcript_path=str(moved))
+    event = parse_event(json.dumps(stdin).encode(), "x", env={"HOME": str(tmp_path / "home")})
     assert event.session_id == sample["stdin"]["session_id"]
-    assert event.transcript_path == sample["stdin"]["transcript_path"]
+    assert event.transcript_path == str(moved)
     assert event.cwd == sample["stdin"]["cwd"]
+    elsewhere = parse_event(json.dumps(sample["stdin"]).encode(), "x",
+                            env={"HOME": str(tmp_path / "home")})
+    assert elsewhere.transcript_path is None  # the recorded machine's path is not under HOME
 
 
 def test_outside_paths_and_ids_are_validated():
@@ -84,7 +96,7 @@ def test_outside_paths_and_ids_are_validated():
 
 
 def test_stop_with_no_batch_due_returns_without_a_worker(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(2)
     proc, took = run_hook("stop", payload("Stop", writer, stop_hook_active=False), env)
     assert proc.returncode == 0 and proc.stdout == b"" and took < 5
@@ -94,7 +106,7 @@ def test_stop_with_no_batch_due_returns_without_a_worker(tmp_path, env, isolated
 
 
 def test_stop_with_a_batch_due_starts_a_detached_worker_that_ingests(tmp_path, env, isolated_home, api):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(6)
     proc, took = run_hook("stop", payload("Stop", writer), env)
     assert proc.returncode == 0 and took < 5
@@ -103,7 +115,7 @@ def test_stop_with_a_batch_due_starts_a_detached_worker_that_ingests(tmp_path, e
 
 
 def test_session_end_detaches_the_flush_and_returns_within_half_a_second(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(2)
     run_hook("session-end", payload("SessionEnd", writer, reason="other"), env)  # warm caches
     assert wait_for(lambda: fact_count(isolated_home / "memory.db") == 2)
@@ -118,7 +130,7 @@ def test_session_end_detaches_the_flush_and_returns_within_half_a_second(tmp_pat
 
 
 def test_session_start_gives_a_short_brief_with_topics_and_how_to_query(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(3)
     run_hook("session-end", payload("SessionEnd", writer), env)
     assert wait_for(lambda: fact_count(isolated_home / "memory.db") == 3)
@@ -131,7 +143,7 @@ def test_session_start_gives_a_short_brief_with_topics_and_how_to_query(tmp_path
 
 
 def test_session_start_warns_when_extraction_is_paused(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     env = {k: v for k, v in env.items() if not k.startswith("ANTHROPIC")}
     env["PATH"] = "/usr/bin:/bin"  # no claude CLI either
     proc, _ = run_hook("session-start", payload("SessionStart", writer, source="startup"), env)
@@ -142,7 +154,7 @@ def test_session_start_warns_when_extraction_is_paused(tmp_path, env, isolated_h
 def test_the_brief_can_be_turned_off_in_config(tmp_path, env, isolated_home):
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text("[brief]\nenabled = false\n")
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     proc, _ = run_hook("session-start", payload("SessionStart", writer, source="startup"), env)
     assert proc.returncode == 0 and proc.stdout == b""
 
@@ -158,14 +170,14 @@ def test_garbage_on_stdin_never_fails_the_session(garbage, env):
 def test_a_corrupt_config_falls_back_to_defaults_and_says_so(tmp_path, env, isolated_home):
     isolated_home.mkdir(parents=True, exist_ok=True)
     (isolated_home / "config.toml").write_text("[ingestion\nbatch_size = = 3")
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     proc, _ = run_hook("session-start", payload("SessionStart", writer, source="startup"), env)
     assert proc.returncode == 0
     assert "config" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_lores_own_nested_claude_child_is_ignored(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(8)
     env["LORE_DISABLE"] = "1"
     for name in ("stop", "session-end", "session-start"):
@@ -176,7 +188,7 @@ def test_lores_own_nested_claude_child_is_ignored(tmp_path, env, isolated_home):
 
 
 def test_a_worker_finding_the_lock_held_leaves_the_work_to_the_holder(tmp_path, env, isolated_home):
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(2)
     lock = transcript_lock(isolated_home / "locks", str(writer.path))
     assert lock.try_acquire()

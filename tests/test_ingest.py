@@ -238,6 +238,56 @@ def test_no_secret_reaches_the_llm_request_or_the_database(tmp_path, settings, i
     assert "rule 1 uses value 7" in bodies
 
 
+def test_no_secret_reaches_the_logs_even_when_the_api_quotes_the_prompt_back(
+        tmp_path, settings, api, embedder, clock):
+    """A failed call is logged and kept with its batch, and an API error may quote the request.
+    Here every corpus line is quoted back in an error of its own before its batch succeeds."""
+    import dataclasses
+    import logging
+    import re
+
+    from lore_plugin.logs import setup_logging
+    from tests.fake_anthropic import error_reply
+
+    settings = dataclasses.replace(settings, park_after=100_000)
+    llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
+    ingestor = Ingestor(settings, llm, embedder, clock)
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    for name, line in SECRETS:
+        writer.user(f"billing rule 1 uses value 7. Also {line}")
+        writer.assistant(f"Noted the {name}.", tool=False)
+    model, quoted = KnowledgeModel(), {}
+
+    def quoting(body):  # fail once per "Also ...", quoting 300 characters from there
+        prompt = prompt_text(body)
+        starts = [m.start() for m in re.finditer("Also ", prompt)]
+        done = quoted.get(prompt, 0)
+        if done < len(starts):
+            quoted[prompt] = done + 1
+            return error_reply(400, prompt[starts[done]:starts[done] + 300])
+        return model(body)
+
+    api.responder = quoting
+    root = logging.getLogger()
+    before = list(root.handlers)
+    setup_logging(settings.home / "logs", "worker")
+    try:
+        for _ in range(len(SECRETS) + 100):
+            if ingestor.ingest(writer.path, ignore_backoff=True).failed is None:
+                break
+    finally:
+        for handler in [h for h in root.handlers if h not in before]:
+            root.removeHandler(handler)
+            handler.close()
+    logs = "".join(p.read_text() for p in (settings.home / "logs").glob("*.log*"))
+    db_bytes = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))
+    assert logs.count("Also ") >= len(SECRETS) and "[REDACTED:" in logs  # every line was quoted
+    assert "billing rule 1 uses value 7" in facts(settings)  # and then ingested
+    for secret in SECRET_VALUES:
+        assert secret not in logs, secret
+        assert secret.encode() not in db_bytes, secret
+
+
 def test_without_any_llm_ingestion_waits_and_nothing_moves(tmp_path, settings):
     from lore_plugin.errors import LLMUnavailable
 

@@ -20,7 +20,7 @@ from lore_plugin.memory import Memory
 from tests.conftest import PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel
-from tests.test_hooks import fact_count, payload, wait_for
+from tests.test_hooks import TRANSCRIPT, fact_count, payload, wait_for
 from tests.transcripts import TranscriptWriter
 
 
@@ -62,7 +62,7 @@ def test_a_whole_cycle_under_umask_022_leaves_nothing_readable_by_others(tmp_pat
     env = python_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url,
                      LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
                      LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(6)
     assert run(["lore_plugin.hooks", "session-start"], env,
                json.dumps(payload("SessionStart", writer, source="startup")).encode()).returncode == 0
@@ -92,7 +92,7 @@ def test_an_install_made_under_umask_022_is_repaired_at_session_start(tmp_path, 
     env = python_env(LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
                      HOME=str(tmp_path / "home"), ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
     assert open_to_others(isolated_home)
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(tmp_path / TRANSCRIPT)
     writer.exchange(1)
     done = run(["lore_plugin.hooks", "session-start"], env,
                json.dumps(payload("SessionStart", writer, source="startup")).encode())

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lore_plugin.redact import PRIVATE_MARKER, redact
-from tests.secrets_corpus import SECRET_VALUES, SECRETS, VALUES_BY_NAME
+from lore_plugin.redact import PRIVATE_MARKER, RULES, redact
+from tests.secrets_corpus import NEAR_MISSES, SECRET_VALUES, SECRETS, VALUES_BY_NAME
 
 MARKER = re.compile(r"\[REDACTED:[a-z0-9-]+\]|\[PRIVATE\]")
 
@@ -21,8 +22,8 @@ def leaked(text: str) -> list[str]:
 # --- the corpus ------------------------------------------------------------------------------
 
 
-def test_the_corpus_covers_at_least_24_formats_with_distinctive_values() -> None:
-    assert len({name for name, _ in SECRETS}) == len(SECRETS) >= 24
+def test_the_corpus_covers_at_least_100_formats_with_distinctive_values() -> None:
+    assert len({name for name, _ in SECRETS}) == len(SECRETS) >= 100
     assert len(set(SECRET_VALUES)) == len(SECRET_VALUES)
     for name, line in SECRETS:
         assert all(value in line for value in VALUES_BY_NAME[name]), name
@@ -36,6 +37,14 @@ def test_every_corpus_secret_is_redacted(name: str, line: str) -> None:
 
     assert leaked(redacted) == []
     assert MARKER.search(redacted), redacted
+
+
+@pytest.mark.parametrize("label", ["note: ", "x=", "I will keep it safe: ", "- ", "'"])
+def test_a_label_before_a_secret_does_not_hide_it(label: str) -> None:
+    """`safe: TOKEN="..."`: a refused `name: value` must not swallow the assignment after it."""
+    leaks = {name: leaked(redact(label + line)) for name, line in SECRETS}
+
+    assert {name: found for name, found in leaks.items() if found} == {}
 
 
 def test_the_whole_corpus_redacted_at_once_leaks_nothing() -> None:
@@ -65,6 +74,16 @@ def test_secrets_inside_json_and_rendered_turns_are_redacted() -> None:
         ),
         ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.L0reFakeSig", "[REDACTED:jwt]"),
         ("xoxb" + "-1234567890-L0reFakeBot", "[REDACTED:slack-token]"),
+        ("dapi" + "0123456789abcdef" * 2, "[REDACTED:databricks-token]"),
+        ("SK" + "0123456789abcdef" * 2, "[REDACTED:twilio-key]"),
+        ("hvs." + "L0reFake" * 4, "[REDACTED:vault-token]"),
+        ("AGE-SECRET-KEY-1" + "L0REFAKE" * 8 + "QQ", "[REDACTED:age-secret-key]"),
+        ("ATATT3x" + "L0reFake" * 4, "[REDACTED:atlassian-token]"),
+        ("shpat" + "_" + "0123456789abcdef" * 2, "[REDACTED:shopify-token]"),
+        ("lin" + "_api_" + "L0reFake" * 5, "[REDACTED:linear-key]"),
+        ("tskey-auth-k" + "L0reFake1CNTRL-" + "L0reFake" * 3, "[REDACTED:tailscale-key]"),
+        ("GOCSPX-" + "L0reFake" * 4, "[REDACTED:google-oauth-secret]"),
+        ("ya29." + "L0reFake" * 4, "[REDACTED:google-oauth-token]"),
     ],
 )
 def test_markers_name_the_kind_of_secret(text: str, marker: str) -> None:
@@ -78,9 +97,41 @@ def test_connection_strings_keep_scheme_user_and_host() -> None:
     assert redact("mongodb+srv://admin:L0reFakePw2@cluster0.mongodb.net/x") == (
         "mongodb+srv://admin:[REDACTED:password]@cluster0.mongodb.net/x"
     )
-    assert (
-        redact("redis://:L0reFakePw3@cache:6379/0") == "redis://:[REDACTED:password]@cache:6379/0"
+    assert redact("redis://:L0reFakePw3@cache:6379/0") == "redis://:[REDACTED:password]@cache:6379/0"
+
+
+def test_url_passwords_holding_at_signs_or_slashes_go_whole() -> None:
+    assert redact("postgres://admin:p@ss@word@db") == "postgres://admin:[REDACTED:password]@db"
+    assert redact("mysql://root:ab/cd1234@db/shop") == "mysql://root:[REDACTED:password]@db/shop"
+    assert redact("see https://host.example:8443/path/@scope/pkg") == (
+        "see https://host.example:8443/path/@scope/pkg"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OPENAI_KEY=abc123def456", "OPENAI_KEY=[REDACTED:secret]"),
+        ("export GITHUB_PAT=L0reFake1234", "export GITHUB_PAT=[REDACTED:secret]"),
+        ("pw: hunter2", "pw: [REDACTED:secret]"),
+        ("the password for prod is hunter2.", "the password for prod is [REDACTED:secret]."),
+        ("my pin is 4921", "my pin is [REDACTED:secret]"),
+        ("token=qzxkvbnwrtplmhgd", "token=[REDACTED:secret]"),
+        ("mysql -u root -phunter2 shop", "mysql -u root -p[REDACTED:password] shop"),
+        ("sshpass -p 'hunter 2' ssh host", "sshpass -p [REDACTED:password] ssh host"),
+        (
+            "Cookie: sessionid=k3jd8s7a6f5g4h3j2k1l; theme=dark",
+            "Cookie: sessionid=[REDACTED:secret]; theme=dark",
+        ),
+        (
+            "a.blob.core.windows.net/x?sv=1&sig=" + "L0reFakeSig" * 3,
+            "a.blob.core.windows.net/x?sv=1&sig=[REDACTED:azure-sas]",
+        ),
+        ("<password>hunter2</password>", "<password>[REDACTED:secret]</password>"),
+    ],
+)
+def test_formats_added_for_issue_14_keep_their_context(text: str, expected: str) -> None:
+    assert redact(text) == expected
 
 
 @pytest.mark.parametrize(
@@ -112,9 +163,7 @@ def test_private_sections_are_replaced_across_lines_and_case() -> None:
 
 
 def test_an_unclosed_private_tag_redacts_to_the_end_of_the_text() -> None:
-    assert (
-        redact("public part <private>secret diary\nmore lines") == f"public part {PRIVATE_MARKER}"
-    )
+    assert redact("public part <private>secret diary\nmore lines") == f"public part {PRIVATE_MARKER}"
 
 
 def test_private_is_lazy_so_text_between_two_sections_survives() -> None:
@@ -171,8 +220,32 @@ def test_ordinary_prose_and_code_survive(text: str) -> None:
     assert redact(text) == text
 
 
+@pytest.mark.parametrize(("name", "text"), NEAR_MISSES, ids=[name for name, _ in NEAR_MISSES])
+def test_near_misses_of_each_format_survive_untouched(name: str, text: str) -> None:
+    assert redact(text) == text
+
+
 def test_redacting_twice_changes_nothing_more() -> None:
     once = redact("\n".join(line for _, line in SECRETS))
+
+    assert redact(once) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(
+        st.one_of(
+            st.sampled_from([line for _, line in SECRETS]),
+            st.sampled_from([text for _, text in NEAR_MISSES]),
+            st.sampled_from(SURVIVORS),
+            st.text(max_size=40),
+        ),
+        max_size=6,
+    ),
+    glue=st.sampled_from(["", " ", "\n", "=", ": ", '"']),
+)
+def test_redacting_already_redacted_text_changes_nothing(parts: list[str], glue: str) -> None:
+    once = redact(glue.join(parts))
 
     assert redact(once) == once
 
@@ -204,3 +277,105 @@ def test_a_secret_between_lines_of_random_text_is_still_redacted(
     redacted = redact(f"{before}\n{line}\n{after}")
 
     assert not [value for value in VALUES_BY_NAME[name] if value in redacted]
+
+
+# --- linear time -----------------------------------------------------------------------------
+# redact() runs on every write, on text anyone can type. A pattern that rescans a run from every
+# position in it is quadratic: 16K characters of `token_token_...` once took 1.4 s. These inputs
+# repeat each rule's own hints with the separators that made patterns backtrack, and the test
+# times every rule at 10K and 40K characters: 4x the input must cost well under 16x the time.
+# The clock is the process's CPU time: on a loaded machine a run longer than a scheduler time
+# slice waits for the CPU, and wall-clock time made linear patterns look 10x slower at 4x size.
+
+SMALL, LARGE = 10_000, 40_000
+SEPARATORS = ["", "_", "a-", "=", ": ", " ", "@", "\n  ", "a:"]
+MIXED_UNITS = [
+    "token_",
+    "token=",
+    "key-",
+    "a-",
+    "a://",
+    "://a:",
+    "a@",
+    "=",
+    ":",
+    "'",
+    '\\"',
+    "a=",
+    "a='",
+    "eyJa.",
+    "-u ",
+    "--password ",
+    "password is ",
+    "-----BEGIN ",
+    "<private>",
+    "x:y@",
+    "&a=",
+    "mysql -p",
+    "sshpass -f x ",
+    "<password>",
+    "password: |\n  ",
+    "AKIA",
+    "sk-",
+    "Bearer ",
+]
+
+
+def _repeat(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+def _scan(rule, text: str) -> None:
+    for match in rule.pattern.finditer(text):
+        if rule.accept is not None:
+            rule.accept(match)
+
+
+def _best_of(runs: int, work, text: str) -> float:
+    best = float("inf")
+    for _ in range(runs):
+        started = time.process_time()
+        work(text)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def _grows_linearly(work, unit: str, bound: float) -> tuple[bool, float, float]:
+    """Time `work` on the unit repeated to SMALL and LARGE characters; retry once when noisy."""
+    small = large = 0.0
+    for runs in (2, 5):
+        small = _best_of(runs, work, _repeat(unit, SMALL))
+        large = _best_of(runs, work, _repeat(unit, LARGE))
+        if large <= 8 * small + 0.005 and large < bound:
+            return True, small, large
+    return False, small, large
+
+
+def _adversarial_units(rule) -> list[str]:
+    hints = [hint for hint in rule.hints[:2]] or ["a", "M"]
+    bases = hints + [hints[0].upper()]
+    return [base + sep for base in bases for sep in SEPARATORS]
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[f"{i}-{rule.kind}" for i, rule in enumerate(RULES)])
+def test_every_rule_runs_in_linear_time_on_adversarial_input(rule) -> None:
+    slow = []
+    for unit in _adversarial_units(rule):
+        linear, small, large = _grows_linearly(lambda text: _scan(rule, text), unit, bound=0.5)
+        if not linear:
+            slow.append(f"{unit!r}: {small * 1000:.1f} ms at {SMALL}, {large * 1000:.1f} ms at {LARGE}")
+
+    assert not slow, f"{rule.kind} / {rule.pattern.pattern[:60]}: " + "; ".join(slow)
+
+
+def test_redact_as_a_whole_runs_in_linear_time_on_adversarial_input() -> None:
+    lines = [line for _, line in SECRETS]
+    units = MIXED_UNITS + [a + b for a in MIXED_UNITS[:8] for b in MIXED_UNITS[:8] if a != b]
+    units += ["".join(lines[i : i + 20]) for i in range(0, len(lines), 20)]
+    slow = []
+    for unit in units:
+        linear, small, large = _grows_linearly(redact, unit, bound=2.0)
+        if not linear:
+            slow.append(f"{unit[:40]!r}: {small * 1000:.1f} ms, {large * 1000:.1f} ms")
+
+    assert not slow, "; ".join(slow)

@@ -9,6 +9,7 @@ from .connection import Connection
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 
@@ -90,6 +91,16 @@ class Bookkeeping(Connection):
                 "VALUES (?, ?, ?, ?)", (started, finished, int(dry_run), json.dumps(report)))
             if not dry_run:
                 self.set_meta("last_consolidation", repr(finished))
+
+    def consolidation_reports(self) -> list[tuple[int, str]]:
+        """(run id, report JSON) of every recorded consolidation run."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT id, report FROM consolidation_runs ORDER BY id")]
+
+    def set_consolidation_reports(self, reports: Sequence[tuple[int, str]]) -> None:
+        with self.write():
+            self.conn.executemany("UPDATE consolidation_runs SET report = ? WHERE id = ?",
+                                  [(text, rid) for rid, text in reports])
 
     def last_consolidation(self) -> dict[str, Any] | None:
         row = self.conn.execute(

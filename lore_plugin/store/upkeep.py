@@ -67,8 +67,12 @@ class Upkeep(Vectors):
         self.conn.execute("PRAGMA secure_delete=ON")
 
     def purge_deleted(self) -> None:
-        """Merges FTS5 segments (dropping deleted tokens) and truncates the WAL, so forgotten
-        text does not linger anywhere in the database files."""
+        """Merges FTS5 segments (dropping deleted tokens), rewrites the file and truncates the
+        WAL, so forgotten text does not linger anywhere in the database files: free pages
+        still hold older copies of rows updated before secure_delete was on (a relevance
+        update by consolidation, say), and only a VACUUM drops them."""
         with self.write():
             self.conn.execute("INSERT INTO fragments_fts(fragments_fts) VALUES ('optimize')")
+        self.checkpoint()
+        self.conn.execute("VACUUM")
         self.checkpoint()

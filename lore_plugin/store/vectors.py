@@ -61,3 +61,16 @@ class Vectors(Connection):
 
     def embedding_of(self, fid: str) -> bytes | None:
         return self._one("SELECT embedding FROM fragments WHERE id = ?", (fid,))
+
+    def wrong_length_embeddings(self, size: int) -> list[str]:
+        """Ids of fragments whose vector is not `size` bytes (an old import, a hand edit)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT id FROM fragments WHERE embedding IS NOT NULL AND length(embedding) != ?",
+            (size,))]
+
+    def clear_embeddings(self, ids: Sequence[str]) -> None:
+        """Drops these vectors, so that a backfill embeds the fragments again."""
+        with self.write():
+            self.conn.executemany("UPDATE fragments SET embedding = NULL WHERE id = ?",
+                                  [(i,) for i in ids])
+            self.bump_vector_epoch()
