@@ -25,8 +25,8 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
                   ) -> str | None:
     """The brief; `notes` (said once, like unread history) always fit in it."""
     from .memory import Memory
+    from .project import project_key
     from .status import problems
-    from .transcript import project_key
 
     topics = []
     total = here = 0

@@ -23,6 +23,7 @@ from .extract import Extraction, extract_knowledge, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
 from .store import HISTORY_KEY, Store
+from .storing import near_duplicate
 from .transcript import Delta, project_key
 from .types import NewFragment, ScoredFragment
 
@@ -60,6 +61,7 @@ class _Planned:
     parent_summary: str | None = None
     fid: str | None = None
     vector: Any = None
+    duplicate_of: str | None = None  # an existing fragment it repeats: not inserted
 
 
 def _timestamp(delta: Delta, fallback: float) -> float:
@@ -216,6 +218,7 @@ class Ingestor:
                              fact.summary, basis=detail.basis)
         corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
         self._embed(planned)
+        self._near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
@@ -226,6 +229,8 @@ class Ingestor:
         supersessions = links = 0
         with store.write():
             for item in planned:
+                if item.duplicate_of:
+                    continue
                 parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
                 item.fid = store.insert(item.new, now, None if item.vector is None
                                         else to_blob(item.vector), parent)
@@ -257,7 +262,26 @@ class Ingestor:
                 store.confirm(confirmed, now)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
-        return sum(1 for p in planned if p.new.summary), supersessions, links
+        return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
+
+    @staticmethod
+    def _near_duplicates(memory: Memory, planned: list[_Planned], confirmed: list[str]) -> None:
+        """A planned fragment that repeats a live sibling under its existing parent (the same
+        check as store_memory's, storing.near_duplicate) is not added: the sibling is
+        reinforced, confirmed when the user stated it again, and takes the planned children."""
+        found: dict[int, str] = {}
+        for item in planned:  # parents come before their children
+            if item.parent_key is not None and item.parent_key in found:
+                item.parent_id = found[item.parent_key]
+                item.parent_key = None
+            if item.parent_key is None and item.parent_id and item.new.depth > 0:
+                same = near_duplicate(memory, item.new.summary, item.new.content, item.vector,
+                                      item.parent_id, item.new.depth)
+                if same:
+                    item.duplicate_of = found[item.key] = same
+                    if item.new.basis == "stated":
+                        confirmed.append(same)
+        memory.reinforce(list(dict.fromkeys(found.values())))
 
     @staticmethod
     def _topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
