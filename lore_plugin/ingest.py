@@ -12,23 +12,20 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import relevance as rel
 from .batches import MAX_PROMPT_CHARS, read_batch
 from .config import Settings
 from .embedding import Embedder, to_blob
 from .errors import BudgetExceeded, LLMError
-from .extract import Extraction, extract_knowledge, worth_extracting
+from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
 from .store import HISTORY_KEY, Store
 from .storing import near_duplicate
 from .transcript import Delta, project_key
 from .types import NewFragment, ScoredFragment
-
-if TYPE_CHECKING:
-    from .extract import Fact
 
 log = logging.getLogger(__name__)
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
@@ -395,12 +392,3 @@ class Ingestor:
         for item, vector in zip(planned, vectors):
             item.vector = vector
 
-
-def strongest_basis(facts: list[Fact]) -> str:
-    """A topic or concept is as well founded as the best fact under it: one thing the user
-    said makes it stated; a branch of nothing but guesses stays inferred."""
-    bases = {f.basis for f in facts} | {d.basis for f in facts for d in f.details}
-    for basis in ("stated", "observed"):
-        if basis in bases:
-            return basis
-    return "inferred" if bases else "observed"
