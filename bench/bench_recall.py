@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
 import re
 import sqlite3
 import statistics
@@ -48,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np  # noqa: E402
 import paraphrase  # noqa: E402
+import recall_tool  # noqa: E402
 from common import ROOT, machine, table, write_json  # noqa: E402
 
 from lore_plugin.embedding import MODEL_NAME, LocalEmbedder, to_blob  # noqa: E402
@@ -72,8 +74,8 @@ LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single
 # turns; the claude-memory peer's own benchmark of its hybrid search.
 ANCHORS = {"locomo": {"DRAGON (paper)": {5: 0.567, 10: 0.662}},
            "peer": {"claude-memory (published)": {5: 0.680, 10: 0.777}},
-           "paraphrase": {}}
-DATASETS = ("locomo", "peer", "paraphrase")
+           "peer-tool": {}, "paraphrase": {}}
+DATASETS = ("locomo", "peer", "peer-tool", "paraphrase")
 
 
 # -- datasets as memory ------------------------------------------------------------------------
@@ -182,12 +184,16 @@ def load_peer(path: Path) -> Corpus:
 
 
 def load_paraphrase(path: Path = paraphrase.DEFAULT_PARAPHRASE) -> Corpus:
-    """The hand-written paraphrase set: its tree as stored, one note a day in file order (so
-    recency neither helps nor hurts a category), judged at the depth of its facts."""
+    """The hand-written paraphrase set, its tree as stored, judged at the depth of its facts.
+    Facts are dated on days of 2025 in a shuffled order (seeded), so that recency favours no
+    kind of note: in file order the distractors, written last, would all be the newest."""
     data = paraphrase.load(path)
     start = _ts(datetime(2025, 1, 1))
-    nodes = [Node(f["key"], f["depth"], f["summary"], f["content"], start + i * DAY, f["parent"])
-             for i, f in enumerate(data["fragments"])]
+    days = list(range(len(data["fragments"])))
+    random.Random(16).shuffle(days)
+    nodes = [Node(f["key"], f["depth"], f["summary"], f["content"],
+                  start + (day if f["depth"] == 2 else 0) * DAY, f["parent"])
+             for f, day in zip(data["fragments"], days)]
     questions = [Question(q["query"], frozenset([q["target"]]), q["category"])
                  for q in data["queries"]]
     return Corpus("paraphrase", nodes, questions, 2, start + (len(nodes) + 1) * DAY)
@@ -326,6 +332,25 @@ def _pct(values: list[float], pct: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * pct / 100))]
 
 
+def run_peer_tool(path: Path, model: LocalEmbedder, modes: Sequence[str]) -> dict[str, Any]:
+    """The peer corpus stored one note at a time through store_memory (recall_tool.py), every
+    mode asked of that same memory at the depth of the notes."""
+    folder = CACHE / "recall-peer-tool"
+    embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
+    start = time.perf_counter()
+    now = recall_tool.peer_now(path)
+    db_path = folder / "peer-tool.db"
+    ids = recall_tool.store_one_by_one(path, db_path, embedder, now)
+    peer = load_peer(path)
+    corpus = Corpus("peer-tool", [], peer.questions, 1, now)
+    results: dict[str, ModeResult] = {}
+    evaluate(corpus, db_path, ids, model, modes, results)
+    summary = summarise(results)
+    summary["_meta"] = {"databases": 1, "fragments": len(ids), "questions": len(peer.questions),
+                        "gold_ids_dropped": 0, "seconds": round(time.perf_counter() - start, 1)}
+    return summary
+
+
 def run_dataset(name: str, corpora: list[Corpus], model: LocalEmbedder,
                 modes: Sequence[str]) -> dict[str, Any]:
     folder = CACHE / f"recall-{name}"
@@ -406,6 +431,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if "peer" in args.only:
         results["peer"] = run_dataset("peer", [load_peer(args.peer)], model, args.modes)
         print(report("peer", results["peer"], (5, 10)))
+    if "peer-tool" in args.only:
+        results["peer-tool"] = run_peer_tool(args.peer, model, args.modes)
+        print(report("peer-tool", results["peer-tool"], (5, 10)))
     if "paraphrase" in args.only:
         broken = paraphrase.problems(paraphrase.load(args.paraphrase))
         if broken:
