@@ -13,11 +13,12 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from . import dated
 from . import relevance as rel
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .redact import redact
-from .search import Fusion, VectorIndex, fts_expression
+from .search import Fusion, VectorIndex, fts_expression, keyword_coverage, keyword_terms
 from .store import Store
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 from .vector_snapshot import snapshot_path
@@ -44,6 +45,13 @@ def embedding_text(summary: str, content: str, parent_summary: str | None = None
     """Contextual text: a fact embeds better with the name of the branch it belongs to."""
     body = summary if not content or content == summary else f"{summary}. {content}"
     return f"{parent_summary}: {body}" if parent_summary else body
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    scores: dict[str, float]  # BM25, larger is better
+    rows: dict[str, Fragment]  # without text
+    coverage: dict[str, float]  # share of the query's IDF mass each match holds (search.py)
 
 
 @dataclass(frozen=True)
@@ -92,19 +100,25 @@ class Memory:
         self._reader = self._writer = self._keyword_store = None
         self._keyword_pool = None
 
-    def _keyword_search(self, expr: str) -> tuple[dict[str, float], dict[str, Fragment]]:
+    def _keyword_search(self, expr: str, terms: list[str]) -> KeywordHits:
         """Runs on the keyword thread only, with that thread's own connection: the matches'
-        BM25 scores and their rows (without text), read while the query is embedded."""
+        BM25 scores and their rows (without text), read while the query is embedded, and how
+        much of the query's IDF mass each of them holds."""
         if self._keyword_store is None:
             self._keyword_store = Store(self.db_path, readonly=True)
         found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
-        return {f.id: -r for f, r in found}, {f.id: f for f, _ in found}
+        scores = {f.id: -r for f, r in found}
+        coverage: dict[str, float] = {}
+        if scores:
+            rows, stats = self._keyword_store.term_statistics(terms)
+            coverage = keyword_coverage(stats, rows,
+                                        self._keyword_store.fragment_tokens(list(scores)))
+        return KeywordHits(scores, {f.id: f for f, _ in found}, coverage)
 
-    def _start_keyword_search(self, expr: str
-                              ) -> Future[tuple[dict[str, float], dict[str, Fragment]]]:
+    def _start_keyword_search(self, expr: str, terms: list[str]) -> Future[KeywordHits]:
         if self._keyword_pool is None:
             self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
-        return self._keyword_pool.submit(self._keyword_search, expr)
+        return self._keyword_pool.submit(self._keyword_search, expr, terms)
 
     def embedder_ready(self) -> bool:
         return self.embedder is not None and getattr(self.embedder, "available", True)
@@ -146,7 +160,7 @@ class Memory:
         window = timeparse.parse(text, self.clock(), self.tz) if mode == "hybrid" else None
         words = text if window is None else window.strip(text)
         expr = fts_expression(words) if mode in ("hybrid", "keyword") else None
-        keyword = self._start_keyword_search(expr) if expr else None
+        keyword = self._start_keyword_search(expr, keyword_terms(words)) if expr else None
         qvec = self.embed_one(words) if mode in ("hybrid", "vector") else None
         cos: dict[str, float] = {}
         timed: dict[str, float] = {}
@@ -158,23 +172,32 @@ class Memory:
                                            else [None, (window.start, window.end)])
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
+        # Knowledge whose text names the time asked about ("2025-01-10 | deployed ..."),
+        # whenever it was stored.
+        written = ({} if window is None
+                   else dated.candidates(store, self.index, window, qvec, self.tz))
         # The keyword thread reads its own candidates' rows (SQLite works outside the GIL);
         # this one reads the vector candidates' rows meanwhile.
-        found_rows = store.get_many(list({**cos, **timed}), with_text=False, with_parent=False)
-        kw, kw_rows = keyword.result() if keyword else ({}, {})
+        found_rows = store.get_many(list({**cos, **timed, **written}), with_text=False,
+                                    with_parent=False)
+        hits = keyword.result() if keyword else KeywordHits({}, {}, {})
+        kw, kw_rows = hits.scores, hits.rows
         frags = _eligible({**kw_rows, **found_rows}, depth, include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
-        match = Fusion(mode, cos, kw, frags, qvec is None)
+        match = Fusion(mode, cos, kw, frags, qvec is None,
+                       max((hits.coverage.get(i, 0.0) for i in frags), default=0.0))
         scores = {fid: match(fid) for fid in frags}
         if mode == "hybrid":
             self._spread(store, scores, match, depth, include_superseded, qvec)
-        if window is not None and (timed or any(window.start <= f.created_at < window.end
-                                                for f in frags.values())):
+        if window is not None and (timed or written or any(
+                window.start <= f.created_at < window.end for f in frags.values())):
             for fid, value in scores.items():
-                scores[fid] = (value + TIME_EPSILON) * (
-                    TIME_FLOOR + (1 - TIME_FLOOR) * window.weight(frags[fid].created_at))
+                when = max([window.weight(frags[fid].created_at)]
+                           + [dated.period_weight(window, p, self.tz)
+                              for p in written.get(fid, ())])
+                scores[fid] = (value + TIME_EPSILON) * (TIME_FLOOR + (1 - TIME_FLOOR) * when)
         return Recall(self._rank(scores, frags, cos, limit), qvec is None)
 
     def _spread(self, store: Store, scores: dict[str, float], match: Fusion,
@@ -196,7 +219,9 @@ class Memory:
                 match.cos.update(self.index.similarities(qvec, new))
         for fid, amount in lent.items():
             if fid in match.frags:
-                scores[fid] = scores.get(fid, match(fid)) + SPREAD * amount
+                # Lent as much as the keyword match is trusted: on a query whose words only
+                # brush the memory, the best matches' neighbours are mostly noise.
+                scores[fid] = scores.get(fid, match(fid)) + SPREAD * amount * match.trust
 
     def _rank(self, scores: dict[str, float], frags: dict[str, Fragment],
               cos: dict[str, float], limit: int) -> list[ScoredFragment]:
@@ -418,6 +443,14 @@ class Memory:
         fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
                                  parent.id if parent else None)
         return self.writer.get(fid)
+
+    def date_backlog(self) -> int:
+        """Dates, by what their text names, the fragments stored before Lore kept such dates
+        (Store.date_written_backlog). Returns how many fragments it read."""
+        total = 0
+        while done := self.writer.date_written_backlog():
+            total += done
+        return total
 
     def backfill_embeddings(self, batch: int = 64) -> int:
         """Embeds fragments stored while no model was available. Returns how many."""
