@@ -34,6 +34,7 @@ PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
 MIN_SIMILARITY = 0.15  # below this a vector hit is noise, unless keywords also match
 SPREAD = 0.3  # share of a match's score lent to its temporal neighbours
 SPREAD_FROM = 20  # how many of the best matches lend
+SPREAD_TO = 0.3  # own match (fused, 0..1) from which a neighbour takes the full loan
 TIME_FLOOR = 0.1  # weight of a fragment far outside the time the query names
 TIME_EPSILON = 0.2  # lets the named time alone order fragments that match no words
 # Fused scores spread wider than RRF's did, so relevance needs a little more weight to keep
@@ -219,9 +220,12 @@ class Memory:
                 match.cos.update(self.index.similarities(qvec, new))
         for fid, amount in lent.items():
             if fid in match.frags:
-                # Lent as much as the keyword match is trusted: on a query whose words only
-                # brush the memory, the best matches' neighbours are mostly noise.
-                scores[fid] = scores.get(fid, match(fid)) + SPREAD * amount * match.trust
+                # Lent as much as the keyword match is trusted (a query whose words only brush
+                # the memory makes its best matches' neighbours noise), and in full only to a
+                # neighbour that matches the query itself somewhat: one that matches nothing
+                # pushed real matches out of the peer corpus's top 5.
+                own = scores.get(fid, match(fid))
+                scores[fid] = own + SPREAD * amount * match.trust * min(own / SPREAD_TO, 1.0)
 
     def _rank(self, scores: dict[str, float], frags: dict[str, Fragment],
               cos: dict[str, float], limit: int) -> list[ScoredFragment]:
