@@ -28,6 +28,9 @@ Clock = Callable[[], float]
 CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
 PROJECT_BOOST = 1.15
+# A matching topic or concept brings its descendants at this share of its score: at 0.7 a topic
+# matched on one common word ("work") pushed notes that match on their own out of the top 5.
+BROUGHT_DOWN = 0.6
 MAX_LIMIT = 100
 MAX_DEPTH = 8
 PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
@@ -275,7 +278,7 @@ class Memory:
                     credit(ancestor, hit.score * 0.85, hit.similarity)
             else:  # a broad match brings its descendants at `depth` (the ten best such)
                 for child in below.get(frag.id, ()):
-                    credit(child, hit.score * 0.7, 0.0)
+                    credit(child, hit.score * BROUGHT_DOWN, 0.0)
         if not branch:
             return Recall([], hits.keyword_only)
         frags = {i: known[i] for i in branch if i in known}
