@@ -28,9 +28,7 @@ Clock = Callable[[], float]
 CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
 PROJECT_BOOST = 1.15
-# A matching topic or concept brings its descendants at this share of its score: at 0.7 a topic
-# matched on one common word ("work") pushed notes that match on their own out of the top 5.
-BROUGHT_DOWN = 0.6
+BROUGHT_DOWN = 0.6  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
 MAX_DEPTH = 8
 PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
@@ -452,8 +450,7 @@ class Memory:
         return self.writer.get(fid)
 
     def date_backlog(self) -> int:
-        """Dates, by what their text names, the fragments stored before Lore kept such dates
-        (Store.date_written_backlog). Returns how many fragments it read."""
+        """Dates older fragments by their text (Store.date_written_backlog); how many read."""
         total = 0
         while done := self.writer.date_written_backlog():
             total += done
