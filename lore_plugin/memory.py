@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
+COVERAGE_FROM = 20  # best keyword matches whose text is read to measure the query's coverage
 PROJECT_BOOST = 1.15
 BROUGHT_DOWN = 0.6  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
@@ -111,10 +112,10 @@ class Memory:
         found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
         scores = {f.id: -r for f, r in found}
         coverage: dict[str, float] = {}
-        if scores:
+        if scores:  # only the best holding matters, and the best BM25 matches hold most
             rows, stats = self._keyword_store.term_statistics(terms)
-            coverage = keyword_coverage(stats, rows,
-                                        self._keyword_store.fragment_tokens(list(scores)))
+            coverage = keyword_coverage(stats, rows, self._keyword_store.fragment_tokens(
+                sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]))
         return KeywordHits(scores, {f.id: f for f, _ in found}, coverage)
 
     def _start_keyword_search(self, expr: str, terms: list[str]) -> Future[KeywordHits]:
