@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
-COVERAGE_FROM = 20  # best keyword matches whose text is read to measure the query's coverage
+COVERAGE_FROM = 20  # best keyword matches whose tokens measure the query's coverage (the
+# maximum is what counts, and the best BM25 matches hold most)
 PROJECT_BOOST = 1.15
 BROUGHT_DOWN = 0.6  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
@@ -54,7 +55,7 @@ def embedding_text(summary: str, content: str, parent_summary: str | None = None
 class KeywordHits:
     scores: dict[str, float]  # BM25, larger is better
     rows: dict[str, Fragment]  # without text
-    coverage: dict[str, float]  # share of the query's IDF mass each match holds (search.py)
+    tokens: dict[str, frozenset[str]]  # of the COVERAGE_FROM best matches
 
 
 @dataclass(frozen=True)
@@ -103,25 +104,22 @@ class Memory:
         self._reader = self._writer = self._keyword_store = None
         self._keyword_pool = None
 
-    def _keyword_search(self, expr: str, terms: list[str]) -> KeywordHits:
+    def _keyword_search(self, expr: str) -> KeywordHits:
         """Runs on the keyword thread only, with that thread's own connection: the matches'
-        BM25 scores and their rows (without text), read while the query is embedded, and how
-        much of the query's IDF mass each of them holds."""
+        BM25 scores and their rows (without text), read while the query is embedded, and the
+        tokens of the best of them, which say how much of the query each holds."""
         if self._keyword_store is None:
             self._keyword_store = Store(self.db_path, readonly=True)
         found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
         scores = {f.id: -r for f, r in found}
-        coverage: dict[str, float] = {}
-        if scores:  # only the best holding matters, and the best BM25 matches hold most
-            rows, stats = self._keyword_store.term_statistics(terms)
-            coverage = keyword_coverage(stats, rows, self._keyword_store.fragment_tokens(
-                sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]))
-        return KeywordHits(scores, {f.id: f for f, _ in found}, coverage)
+        best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
+        return KeywordHits(scores, {f.id: f for f, _ in found},
+                           self._keyword_store.fragment_tokens(best) if best else {})
 
-    def _start_keyword_search(self, expr: str, terms: list[str]) -> Future[KeywordHits]:
+    def _start_keyword_search(self, expr: str) -> Future[KeywordHits]:
         if self._keyword_pool is None:
             self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
-        return self._keyword_pool.submit(self._keyword_search, expr, terms)
+        return self._keyword_pool.submit(self._keyword_search, expr)
 
     def embedder_ready(self) -> bool:
         return self.embedder is not None and getattr(self.embedder, "available", True)
@@ -163,7 +161,7 @@ class Memory:
         window = timeparse.parse(text, self.clock(), self.tz) if mode == "hybrid" else None
         words = text if window is None else window.strip(text)
         expr = fts_expression(words) if mode in ("hybrid", "keyword") else None
-        keyword = self._start_keyword_search(expr, keyword_terms(words)) if expr else None
+        keyword = self._start_keyword_search(expr) if expr else None
         qvec = self.embed_one(words) if mode in ("hybrid", "vector") else None
         cos: dict[str, float] = {}
         timed: dict[str, float] = {}
@@ -183,14 +181,17 @@ class Memory:
         # this one reads the vector candidates' rows meanwhile.
         found_rows = store.get_many(list({**cos, **timed, **written}), with_text=False,
                                     with_parent=False)
+        # The query terms' document frequencies, read here while the keyword thread searches.
+        stats = store.term_statistics(keyword_terms(words)) if keyword else (0, {})
         hits = keyword.result() if keyword else KeywordHits({}, {}, {})
         kw, kw_rows = hits.scores, hits.rows
+        coverage = keyword_coverage(stats[1], stats[0], hits.tokens)
         frags = _eligible({**kw_rows, **found_rows}, depth, include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
         match = Fusion(mode, cos, kw, frags, qvec is None,
-                       max((hits.coverage.get(i, 0.0) for i in frags), default=0.0))
+                       max((coverage.get(i, 0.0) for i in frags), default=0.0))
         scores = {fid: match(fid) for fid in frags}
         if mode == "hybrid":
             self._spread(store, scores, match, depth, include_superseded, qvec)
