@@ -37,7 +37,7 @@ class WrittenDates(Connection):
                 self._date_written(fid, *row)
 
     def date_written_backlog(self, batch: int = 500) -> int:
-        """Dates the fragments stored before schema 5, up to the rowid its migration noted, a
+        """Dates the fragments stored before schema 6, up to the rowid its migration noted, a
         batch a transaction from where the last call stopped. Returns how many fragments it
         read; 0 when none are left."""
         with self.write():
