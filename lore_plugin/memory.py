@@ -13,13 +13,14 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Any
 
+from . import dated
 from . import relevance as rel
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .redact import redact
-from .search import Fusion, VectorIndex
+from .search import Fusion, VectorIndex, keyword_coverage
 from .store import Store
-from .terms import fts_expression
+from .terms import fts_expression, keyword_terms
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 from .vector_snapshot import snapshot_path
 
@@ -27,13 +28,17 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], float]
 CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
+COVERAGE_FROM = 20  # best keyword matches whose tokens measure the query's coverage (the
+# maximum is what counts, and the best BM25 matches hold most)
 PROJECT_BOOST = 1.15
+BROUGHT_DOWN = 0.6  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
 MAX_DEPTH = 8
 PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
 MIN_SIMILARITY = 0.15  # below this a vector hit is noise, unless keywords also match
 SPREAD = 0.3  # share of a match's score lent to its temporal neighbours
 SPREAD_FROM = 20  # how many of the best matches lend
+SPREAD_TO = 0.3  # own match (fused, 0..1) from which a neighbour takes the full loan
 TIME_FLOOR = 0.1  # weight of a fragment far outside the time the query names
 TIME_EPSILON = 0.2  # lets the named time alone order fragments that match no words
 # Fused scores spread wider than RRF's did, so relevance needs a little more weight to keep
@@ -45,6 +50,13 @@ def embedding_text(summary: str, content: str, parent_summary: str | None = None
     """Contextual text: a fact embeds better with the name of the branch it belongs to."""
     body = summary if not content or content == summary else f"{summary}. {content}"
     return f"{parent_summary}: {body}" if parent_summary else body
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    scores: dict[str, float]  # BM25, larger is better
+    rows: dict[str, Fragment]  # without text
+    tokens: dict[str, frozenset[str]]  # of the COVERAGE_FROM best matches
 
 
 @dataclass(frozen=True)
@@ -93,16 +105,19 @@ class Memory:
         self._reader = self._writer = self._keyword_store = None
         self._keyword_pool = None
 
-    def _keyword_search(self, expr: str) -> tuple[dict[str, float], dict[str, Fragment]]:
+    def _keyword_search(self, expr: str) -> KeywordHits:
         """Runs on the keyword thread only, with that thread's own connection: the matches'
-        BM25 scores and their rows (without text), read while the query is embedded."""
+        BM25 scores and their rows (without text), read while the query is embedded, and the
+        tokens of the best of them, which say how much of the query each holds."""
         if self._keyword_store is None:
             self._keyword_store = Store(self.db_path, readonly=True)
         found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
-        return {f.id: -r for f, r in found}, {f.id: f for f, _ in found}
+        scores = {f.id: -r for f, r in found}
+        best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
+        return KeywordHits(scores, {f.id: f for f, _ in found},
+                           self._keyword_store.fragment_tokens(best) if best else {})
 
-    def _start_keyword_search(self, expr: str
-                              ) -> Future[tuple[dict[str, float], dict[str, Fragment]]]:
+    def _start_keyword_search(self, expr: str) -> Future[KeywordHits]:
         if self._keyword_pool is None:
             self._keyword_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lore-fts")
         return self._keyword_pool.submit(self._keyword_search, expr)
@@ -159,23 +174,35 @@ class Memory:
                                            else [None, (window.start, window.end)])
             cos = {i: s for i, s in found[0] if s >= MIN_SIMILARITY}
             timed = dict(found[1]) if window is not None else {}
+        # Knowledge whose text names the time asked about ("2025-01-10 | deployed ..."),
+        # whenever it was stored.
+        written = ({} if window is None
+                   else dated.candidates(store, self.index, window, qvec, self.tz))
         # The keyword thread reads its own candidates' rows (SQLite works outside the GIL);
         # this one reads the vector candidates' rows meanwhile.
-        found_rows = store.get_many(list({**cos, **timed}), with_text=False, with_parent=False)
-        kw, kw_rows = keyword.result() if keyword else ({}, {})
+        found_rows = store.get_many(list({**cos, **timed, **written}), with_text=False,
+                                    with_parent=False)
+        # The query terms' document frequencies, read here while the keyword thread searches.
+        stats = store.term_statistics(keyword_terms(words)) if keyword else (0, {})
+        hits = keyword.result() if keyword else KeywordHits({}, {}, {})
+        kw, kw_rows = hits.scores, hits.rows
+        coverage = keyword_coverage(stats[1], stats[0], hits.tokens)
         frags = _eligible({**kw_rows, **found_rows}, depth, include_superseded)
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
-        match = Fusion(mode, cos, kw, frags, qvec is None)
+        match = Fusion(mode, cos, kw, frags, qvec is None,
+                       max((coverage.get(i, 0.0) for i in frags), default=0.0))
         scores = {fid: match(fid) for fid in frags}
         if mode == "hybrid":
             self._spread(store, scores, match, depth, include_superseded, qvec)
-        if window is not None and (timed or any(window.start <= f.created_at < window.end
-                                                for f in frags.values())):
+        if window is not None and (timed or written or any(
+                window.start <= f.created_at < window.end for f in frags.values())):
             for fid, value in scores.items():
-                scores[fid] = (value + TIME_EPSILON) * (
-                    TIME_FLOOR + (1 - TIME_FLOOR) * window.weight(frags[fid].created_at))
+                when = max([window.weight(frags[fid].created_at)]
+                           + [dated.period_weight(window, p, self.tz)
+                              for p in written.get(fid, ())])
+                scores[fid] = (value + TIME_EPSILON) * (TIME_FLOOR + (1 - TIME_FLOOR) * when)
         return Recall(self._rank(scores, frags, cos, limit), qvec is None)
 
     def _spread(self, store: Store, scores: dict[str, float], match: Fusion,
@@ -197,7 +224,12 @@ class Memory:
                 match.cos.update(self.index.similarities(qvec, new))
         for fid, amount in lent.items():
             if fid in match.frags:
-                scores[fid] = scores.get(fid, match(fid)) + SPREAD * amount
+                # Lent as much as the keyword match is trusted (a query whose words only brush
+                # the memory makes its best matches' neighbours noise), and in full only to a
+                # neighbour that matches the query itself somewhat: one that matches nothing
+                # pushed real matches out of the peer corpus's top 5.
+                own = scores.get(fid, match(fid))
+                scores[fid] = own + SPREAD * amount * match.trust * min(own / SPREAD_TO, 1.0)
 
     def _rank(self, scores: dict[str, float], frags: dict[str, Fragment],
               cos: dict[str, float], limit: int) -> list[ScoredFragment]:
@@ -247,7 +279,7 @@ class Memory:
                     credit(ancestor, hit.score * 0.85, hit.similarity)
             else:  # a broad match brings its descendants at `depth` (the ten best such)
                 for child in below.get(frag.id, ()):
-                    credit(child, hit.score * 0.7, 0.0)
+                    credit(child, hit.score * BROUGHT_DOWN, 0.0)
         if not branch:
             return Recall([], hits.keyword_only)
         frags = {i: known[i] for i in branch if i in known}
@@ -422,6 +454,13 @@ class Memory:
         fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
                                  parent.id if parent else None)
         return self.writer.get(fid)
+
+    def date_backlog(self) -> int:
+        """Dates older fragments by their text (Store.date_written_backlog); how many read."""
+        total = 0
+        while done := self.writer.date_written_backlog():
+            total += done
+        return total
 
     def backfill_embeddings(self, batch: int = 64) -> int:
         """Embeds fragments stored while no model was available. Returns how many."""

@@ -244,6 +244,7 @@ class Service:
             filler = Memory(self.memory.db_path, self.memory.embedder, self.memory.clock)
             try:
                 done = filler.backfill_embeddings(batch=BACKFILL_BATCH)
+                filler.date_backlog()
             finally:
                 filler.close()
             marks.append(time.perf_counter())
