@@ -11,7 +11,7 @@ from typing import Any
 
 from common import ROOT
 
-from lore_plugin.search import fts_expression
+from lore_plugin.terms import fts_expression
 
 DEFAULT_PARAPHRASE = ROOT / "bench" / "data" / "paraphrase.json"
 # The tokenizer of fragments_fts (lore_plugin/schema.py): a query term matches a text here

@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from lore_plugin.search import keyword_coverage, keyword_trust
+from lore_plugin.fusion import keyword_coverage, keyword_trust
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,6 +1,6 @@
 """Query terms as the keyword index sees them: their tokens, how many fragments hold them,
 and the tokens of candidate fragments, so that fusion can weigh a keyword match by how much
-of the query's IDF mass it holds (search.keyword_coverage)."""
+of the query's IDF mass it holds (fusion.keyword_coverage)."""
 
 from __future__ import annotations
 
