@@ -151,31 +151,52 @@ def stop_due(raw: bytes, env: dict[str, str]) -> tuple[Path, list[str]] | None:
         _log_note(Path(values["home"]) / "logs", "stop", problem)
     if not transcript:
         return None
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    if not _may_read(values, cwd):
+        return None
     pending = count_turns_fast(transcript, _watermark(values["db_path"], transcript))
     if pending < values.get("batch_size", 20):
         return None
-    return Path(values["home"]) / "logs", ["ingest", transcript, "--session", session]
+    return Path(values["home"]) / "logs", ["ingest", transcript, "--session", session,
+                                          *(["--cwd", cwd] if cwd else [])]
+
+
+def _may_read(values: dict, cwd: str | None) -> bool:
+    """The user's off switches, asked before anything of the transcript is read."""
+    from .controls import off_reason_values, project_ignored_values
+
+    if off_reason_values(values.get("ingestion_enabled", True), values["home"]):
+        return False
+    return not project_ignored_values(cwd, values.get("ignore_projects", ()))
 
 
 def on_session_end(event: HookEvent, settings: Settings) -> None:
+    from .controls import off_reason, project_ignored
+
+    if off_reason(settings) or project_ignored(settings, event.cwd):
+        return
     if event.transcript_path and Path(event.transcript_path).exists():
         spawn_worker(settings.log_dir, "ingest", event.transcript_path, "--session",
-                     event.session_id)
+                     event.session_id, *(["--cwd", event.cwd] if event.cwd else []))
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    from .history import claude_projects_dir, hint_once, record_if_first_run
     from .private import lock_down
 
     lock_down(settings.home, settings.db_path)  # once a session: repair what umask 022 made
-    projects = None
+    projects = claude_projects_dir()
     if event.transcript_path:
-        projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
-    spawn_worker(settings.log_dir, "sweep", *(["--projects", projects] if projects else []))
+        projects = Path(event.transcript_path).parent.parent  # ~/.claude/projects
+    # Here, before any worker starts: what exists now is history, which no hook reads.
+    record_if_first_run(settings, projects)
+    spawn_worker(settings.log_dir, "sweep", "--projects", str(projects))
     if not settings.session_brief:
         return None
     from .brief import session_brief
 
-    return session_brief(settings, event.cwd)
+    hint = hint_once(settings)
+    return session_brief(settings, event.cwd, [hint] if hint else [])
 
 
 def run(name: str, raw: bytes, settings: Settings) -> str | None:

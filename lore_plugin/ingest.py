@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from . import relevance as rel
 from .config import Settings
 from .embedding import Embedder, to_blob
-from .errors import LLMError
+from .errors import BudgetExceeded, LLMError
 from .extract import Extraction, extract_knowledge
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
 from .redact import redact
-from .store import Store
+from .store import HISTORY_KEY, Store
 from .transcript import Delta, project_key, read_delta, render_turns
 from .types import NewFragment, ScoredFragment, Turn
 
@@ -47,6 +47,7 @@ class IngestReport:
     links: int = 0
     failed: str | None = None
     skipped: str | None = None
+    waiting: str | None = None  # why extraction must wait (a budget), when it must
     files: list[str] = field(default_factory=list)
 
 
@@ -65,6 +66,23 @@ def _clipped(turns: list[Turn]) -> list[Turn]:
     """A pasted log or file dump is not knowledge-sized; its head is enough context."""
     return [t if len(t.text) <= MAX_TURN_CHARS else replace(t, text=t.text[:MAX_TURN_CHARS] + " […]")
             for t in turns]
+
+
+def read_batch(path: Path, offset: int, batch_bytes: int, limit: int | None = None
+               ) -> tuple[Delta, str]:
+    """The next slice of a transcript that makes one extraction prompt, and its text (redacted,
+    '' for noise only): at most batch_bytes (and `limit`) of the file, less when its text would
+    not fit a prompt. The ingestor and `lore ingest`'s estimate slice alike."""
+    budget = batch_bytes if limit is None else min(batch_bytes, limit)
+    while True:
+        delta = read_delta(path, offset, max_bytes=budget)
+        if delta.missing or delta.truncated or delta.end_offset <= offset:
+            return delta, ""
+        text = redact(render_turns(_clipped(delta.turns))).strip()
+        if len(text) > MAX_PROMPT_CHARS and budget > MIN_BATCH_BYTES:
+            budget //= 2  # a smaller slice of the file makes a prompt that fits
+            continue
+        return delta, text
 
 
 def _timestamp(delta: Delta, fallback: float) -> float:
@@ -94,18 +112,21 @@ class Ingestor:
             self._memory = None
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
-               ignore_backoff: bool = False) -> IngestReport:
-        """Processes every complete unread line of one transcript, batch by batch."""
+               ignore_backoff: bool = False, history_end: int | None = None) -> IngestReport:
+        """Processes every complete unread line of one transcript, batch by batch. With
+        history_end, reads the transcript's history from before Lore's first run instead
+        (`lore ingest`), under its own watermark, up to that offset."""
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
-        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff)
+        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
+                   history_end)
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,
-              retry_parked: bool, ignore_backoff: bool) -> None:
-        store, key = memory.writer, str(path)
-        budget = self.settings.batch_bytes
+              retry_parked: bool, ignore_backoff: bool, history_end: int | None) -> None:
+        store = memory.writer
+        key = str(path) if history_end is None else HISTORY_KEY + str(path)
         while True:
             failure = store.failure(key)
             if failure and failure["parked"] and not retry_parked:
@@ -115,9 +136,17 @@ class Ingestor:
                 report.skipped = "backing off"
                 return
             offset = store.watermark(key)
-            delta = read_delta(path, offset, max_bytes=budget)
+            limit = None
+            if history_end is not None:
+                if offset >= history_end:
+                    return
+                limit = history_end - offset  # history ends on a line boundary
+            delta, text = read_batch(path, offset, self.settings.batch_bytes, limit)
             if delta.missing:
                 report.skipped = "missing"
+                return
+            if delta.truncated and history_end is not None:
+                report.skipped = "shrank"  # not the file whose history was recorded
                 return
             if delta.truncated:
                 # Transcripts are append-only, so a shorter file is a different file: read it anew.
@@ -126,11 +155,6 @@ class Ingestor:
                 continue
             if delta.end_offset <= offset:
                 return  # no complete line yet
-            text = redact(render_turns(_clipped(delta.turns))).strip()
-            if len(text) > MAX_PROMPT_CHARS and budget > MIN_BATCH_BYTES:
-                budget //= 2  # a smaller slice of the file makes a prompt that fits
-                continue
-            budget = self.settings.batch_bytes
             memory.project = project_key(delta.cwd) if delta.cwd else memory.project
             if not text:
                 store.set_watermark(key, delta.end_offset, self.clock())  # only noise here
@@ -138,6 +162,13 @@ class Ingestor:
             try:
                 extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
                                                store.topic_names())
+            except BudgetExceeded as exc:
+                # Refused before any request: not the batch's fault, so no failure is
+                # recorded; the watermark keeps the place until the budget allows more.
+                log.info("extraction of %s waits: %s", path, exc)
+                report.skipped = "budget"
+                report.waiting = str(exc)
+                return
             except LLMError as exc:
                 attempts = store.record_failure(
                     key, offset, delta.end_offset, str(exc), self.clock(),
@@ -156,7 +187,8 @@ class Ingestor:
               session_id: str | None) -> tuple[int, int, int]:
         store = memory.writer
         when = _timestamp(delta, self.clock())
-        meta = {"transcript": key, "offsets": [delta.start_offset, delta.end_offset]}
+        meta = {"transcript": key.removeprefix(HISTORY_KEY),
+                "offsets": [delta.start_offset, delta.end_offset]}
         planned: list[_Planned] = []
         confirmed: list[str] = []  # existing knowledge the user restated in this delta
         subagent = SUBAGENT_DIR in key

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import os
 import random
 import shutil
@@ -24,8 +25,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .config import Settings
-from .errors import BudgetExceeded, LLMError, LLMUnavailable
+from .errors import BudgetExceeded, LLMError, LLMUnavailable, LoreError
 from .private import private_dir
+from .usage import PURPOSES, Ledger, Usage, usage_from
+
+log = logging.getLogger(__name__)
 
 HOUR = 3600.0
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -66,6 +70,7 @@ class AnthropicLLM:
         self._api_key, self._base_url = api_key, base_url
         self._backoff, self._sleep = backoff, sleep
         self._client: Any = None
+        self.last_usage: Usage | None = None  # the last answered request's tokens
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -101,6 +106,8 @@ class AnthropicLLM:
                     tools=[tool],
                     tool_choice={"type": "tool", "name": tool["name"]},
                 )
+                # Recorded before the answer is judged: a truncated answer was paid for too.
+                self.last_usage = usage_from(getattr(message, "usage", None))
                 return _tool_input(message, tool["name"])
             except anthropic.APIStatusError as exc:
                 if not _retryable_status(exc.status_code):
@@ -163,6 +170,7 @@ class ClaudeCliLLM:
         # is never the shared temp folder: another user could plant a CLAUDE.md or settings there.
         self._cwd = cwd or tempfile.mkdtemp(prefix="lore-claude-")
         self._env = env
+        self.last_usage: Usage | None = None
 
     def command(self, system: str, tool: Tool) -> list[str]:
         system += (
@@ -207,9 +215,12 @@ class ClaudeCliLLM:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.communicate(timeout=5)
             raise LLMError(f"claude -p timed out after {self.timeout:.0f}s") from None
-        return parse_cli_output(
+        result = cli_result(
             out.decode("utf-8", "replace"), proc.returncode, err.decode("utf-8", "replace")
         )
+        # The JSON result carries the session's usage and its cost, failed or not.
+        self.last_usage = usage_from(result.get("usage"), result.get("total_cost_usd"))
+        return structured_output(result)
 
 
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
@@ -222,6 +233,11 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
 
 def parse_cli_output(stdout: str, returncode: int, stderr: str = "") -> dict[str, Any]:
     """The structured answer from `claude -p --output-format json`, or LLMError saying why not."""
+    return structured_output(cli_result(stdout, returncode, stderr))
+
+
+def cli_result(stdout: str, returncode: int, stderr: str = "") -> dict[str, Any]:
+    """The one JSON object `claude -p --output-format json` prints, or LLMError."""
     result: Any = None
     for candidate in (stdout.strip(), *reversed(stdout.strip().splitlines())):
         with contextlib.suppress(ValueError):
@@ -232,6 +248,10 @@ def parse_cli_output(stdout: str, returncode: int, stderr: str = "") -> dict[str
         raise LLMError(
             f"claude -p exited {returncode} without a JSON result: {tail or 'no output'}"
         )
+    return result
+
+
+def structured_output(result: dict[str, Any]) -> dict[str, Any]:
     if result.get("is_error") or result.get("subtype", "success") != "success":
         why = result.get("errors") or result.get("result") or result.get("subtype")
         raise LLMError(f"claude -p failed ({result.get('subtype')}): {str(why)[:300]}")
@@ -354,16 +374,37 @@ class BudgetGuard:
 
 
 class GuardedLLM:
-    """Any LLM behind a BudgetGuard: each call_tool spends one request of the budget."""
+    """Any LLM behind a BudgetGuard: each call_tool spends one request of the budget. With a
+    ledger, it is also refused once the day's tokens are spent, and every call's tokens are
+    recorded with its purpose (told by the tool) and `project` (set by the caller)."""
 
-    def __init__(self, inner: LLM, guard: BudgetGuard) -> None:
-        self.inner, self.guard = inner, guard
+    def __init__(self, inner: LLM, guard: BudgetGuard, ledger: Ledger | None = None,
+                 model: str = "") -> None:
+        self.inner, self.guard, self.ledger, self.model = inner, guard, ledger, model
+        self.project: str | None = None
 
     def call_tool(
         self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
     ) -> dict[str, Any]:
+        if self.ledger is not None:
+            self.ledger.check()  # before the hourly guard, which would count a refused call
         self.guard.acquire()
-        return self.inner.call_tool(system=system, prompt=prompt, tool=tool, max_tokens=max_tokens)
+        if self.ledger is None:
+            return self.inner.call_tool(system=system, prompt=prompt, tool=tool,
+                                        max_tokens=max_tokens)
+        if hasattr(self.inner, "last_usage"):
+            self.inner.last_usage = None
+        try:
+            return self.inner.call_tool(system=system, prompt=prompt, tool=tool,
+                                        max_tokens=max_tokens)
+        finally:
+            usage = getattr(self.inner, "last_usage", None)
+            if usage is not None:
+                purpose = PURPOSES.get(tool["name"]) or str(tool["name"])
+                try:
+                    self.ledger.record(purpose, self.project, self.model, usage)
+                except LoreError as exc:  # a busy or broken database must not lose the answer
+                    log.warning("could not record %s tokens: %s", purpose, exc)
 
 
 # --- choosing a backend ----------------------------------------------------------------------
@@ -388,7 +429,11 @@ def pick_llm(
 ) -> LLM:
     """API key -> anthropic SDK; else `claude` on PATH -> CLI; else LLMUnavailable."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        raise LLMUnavailable(off)
     guard = BudgetGuard(budget_path(settings), settings.max_requests_per_hour)
+    ledger = Ledger(settings)
     key = env.get(settings.api_key_env) or None
     if key:
         inner: LLM = AnthropicLLM(
@@ -397,7 +442,7 @@ def pick_llm(
             settings.llm_timeout_secs,
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
-        return GuardedLLM(inner, guard)
+        return GuardedLLM(inner, guard, ledger, settings.claude_model)
     claude = _find_claude(env, which)
     if claude:
         # The CLI starts a whole agent (and retries inside), so it gets more time than one call.
@@ -408,7 +453,7 @@ def pick_llm(
             cwd=_private_cwd(settings.home),
             env=env,
         )
-        return GuardedLLM(inner, guard)
+        return GuardedLLM(inner, guard, ledger, settings.claude_model)
     raise LLMUnavailable(f"extraction is {_paused_reason(settings)}")
 
 
@@ -417,6 +462,13 @@ def _private_cwd(home: Path) -> str | None:
         return str(private_dir(home / "claude-cwd"))
     except OSError:
         return None  # a read-only home: ClaudeCliLLM makes a private temporary folder instead
+
+
+def switched_off(settings: Settings) -> str | None:
+    """Why the user turned extraction off (config or `lore pause`), or None."""
+    from .controls import off_reason
+
+    return off_reason(settings)
 
 
 def _paused_reason(settings: Settings) -> str:
@@ -439,6 +491,9 @@ def paused_reason(settings: Settings, env: Mapping[str, str] | None = None,
     """Why extraction must wait, or None when it need not; unlike llm_status it reads no
     budget file (the SessionStart brief asks this)."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        return off
     if env.get(settings.api_key_env) or _find_claude(env, which):
         return None
     return _paused_reason(settings)
@@ -449,6 +504,9 @@ def llm_status(
 ) -> str:
     """One line for `lore status`; starts with "paused" when extraction must wait. Cheap."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        return off
     used = BudgetGuard(budget_path(settings), settings.max_requests_per_hour).used()
     budget = f"{used}/{settings.max_requests_per_hour} requests in the last hour"
     if env.get(settings.api_key_env):

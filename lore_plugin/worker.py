@@ -9,25 +9,20 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .config import Settings, load_settings
+from .controls import off_reason, project_ignored, transcript_cwd
 from .errors import LLMUnavailable, LoreError
+from .history import claude_projects_dir, record_if_first_run
 from .locks import transcript_lock
 from .logs import setup_logging
 from .private import lock_down
 
 log = logging.getLogger("lore.worker")
-
-
-def claude_projects_dir() -> Path:
-    from .configfile import claude_projects_dir as projects_dir
-
-    return Path(projects_dir(os.environ))
 
 
 def _size(path: Path) -> int:
@@ -59,13 +54,20 @@ class Worker:
         if self._ingestor is not None:
             self._ingestor.close()
 
+    def ignored(self, path: Path, cwd: str | None = None) -> bool:
+        """Whether the transcript's project is opted out; decided before reading any of it
+        but the `cwd` field of its head, and only when no hook told the cwd."""
+        return project_ignored(self.settings, cwd or transcript_cwd(path))
+
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
-               ignore_backoff: bool = False) -> dict[str, int]:
+               ignore_backoff: bool = False, cwd: str | None = None) -> dict[str, int]:
         """Ingests one session transcript and its subagents' transcripts. If another worker
         holds the lock, the work is left to it: the holder re-reads the file before it lets go."""
         from .transcript import subagent_paths
 
         totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
+        if off_reason(self.settings) or self.ignored(path, cwd):
+            return totals
         lock = transcript_lock(self.settings.lock_dir, str(path))
         while True:
             if not lock.try_acquire():
@@ -85,6 +87,24 @@ class Worker:
             # seeing it: go round again so no delta is stranded.
             if _size(path) <= size_at_start or totals["failed"]:
                 return totals
+
+    def ingest_history(self, path: Path, end: int) -> dict[str, int]:
+        """Backfills one transcript's history from before Lore's first run (`lore ingest`),
+        under a lock of its own: the live tail may be ingested meanwhile."""
+        from .store import HISTORY_KEY
+
+        totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
+        lock = transcript_lock(self.settings.lock_dir, HISTORY_KEY + str(path))
+        if not lock.try_acquire():
+            log.info("the history of %s is being ingested by another process", path)
+            return totals
+        try:
+            report = self.ingestor().ingest(path, ignore_backoff=True, history_end=end)
+        finally:
+            lock.release()
+        totals.update(batches=report.batches, fragments=report.fragments,
+                      supersessions=report.supersessions, failed=int(report.failed is not None))
+        return totals
 
     def pending(self, projects: Path) -> Iterable[Path]:
         """Session transcripts with an unread tail older than stale_tail_secs (a crashed or
@@ -110,8 +130,11 @@ class Worker:
 
     def sweep(self, projects: Path) -> dict[str, int]:
         totals = {"transcripts": 0, "fragments": 0}
+        record_if_first_run(self.settings, projects)  # no hook recorded it: nothing is read
         try:
-            for path in self.pending(projects):
+            for path in ([] if off_reason(self.settings) else self.pending(projects)):
+                if self.ignored(path):
+                    continue
                 result = self.ingest(path)
                 totals["transcripts"] += 1
                 totals["fragments"] += result["fragments"]
@@ -133,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ingest")
     p.add_argument("path", type=Path)
     p.add_argument("--session")
+    p.add_argument("--cwd", help="the session's project folder, from the hook's payload")
     p = sub.add_parser("sweep")
     p.add_argument("--projects", type=Path, default=None)
     sub.add_parser("consolidate")
@@ -141,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(settings)
     try:
         if args.job == "ingest":
-            result = worker.ingest(args.path, args.session)
+            # A Stop hook may be Lore's first run: the history is recorded before any read.
+            record_if_first_run(settings)
+            result = worker.ingest(args.path, args.session, cwd=args.cwd)
         elif args.job == "sweep":
             result = worker.sweep(args.projects or claude_projects_dir())
         else:
