@@ -159,6 +159,8 @@ class Ingestor:
             if not text:
                 store.set_watermark(key, delta.end_offset, self.clock())  # only noise here
                 continue
+            if hasattr(self.llm, "project"):  # the token ledger's project column
+                self.llm.project = memory.project
             try:
                 extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
                                                store.topic_names())
