@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -53,6 +54,11 @@ class Worker:
     def close(self) -> None:
         if self._ingestor is not None:
             self._ingestor.close()
+
+    def reconfigure(self, settings: Settings) -> None:
+        """New settings for the next job: the ingestor's LLM and budget are built anew."""
+        self.close()
+        self.settings, self._ingestor = settings, None
 
     def ignored(self, path: Path, cwd: str | None = None) -> bool:
         """Whether the transcript's project is opted out; decided before reading any of it
@@ -147,11 +153,8 @@ class Worker:
         return totals
 
 
-def main(argv: list[str] | None = None) -> int:
-    settings = load_settings()
-    lock_down(settings.home, settings.db_path)
-    setup_logging(settings.log_dir, "worker")
-    parser = argparse.ArgumentParser(prog="lore-worker")
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lore-worker", exit_on_error=False)
     sub = parser.add_subparsers(dest="job", required=True)
     p = sub.add_parser("ingest")
     p.add_argument("path", type=Path)
@@ -160,9 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("sweep")
     p.add_argument("--projects", type=Path, default=None)
     sub.add_parser("consolidate")
-    args = parser.parse_args(argv)
+    p = sub.add_parser("drain", help="run queued jobs (jobs.py) in a worker slot")
+    p.add_argument("--slot-fd", type=int, default=None, help="the inherited slot lock")
+    return parser
+
+
+def run_job(worker: Worker, settings: Settings, args: argparse.Namespace) -> int:
     started = time.monotonic()
-    worker = Worker(settings)
     try:
         if args.job == "ingest":
             # A Stop hook may be Lore's first run: the history is recorded before any read.
@@ -183,9 +190,53 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:
         log.exception("%s crashed", args.job)
         return 1
+    return 0
+
+
+def drain(worker: Worker, settings: Settings, slot: int | None) -> int:
+    """Runs queued jobs while holding a worker slot (inherited from the hook, or taken here),
+    then lets it go and looks once more: see jobs.py for why no job is left behind."""
+    from . import jobs
+
+    home, lock_dir = str(settings.home), str(settings.lock_dir)
+    if slot is None:
+        slot = jobs.try_slot(lock_dir, settings.max_workers)
+    parser, ran, failed = _parser(), 0, 0
+    while slot is not None:
+        jobs.requeue_abandoned(home)
+        while (job := jobs.take(home)) is not None:
+            claimed, job_args = job
+            try:
+                args = parser.parse_args(job_args)
+                fresh = load_settings()  # the user may have edited the config meanwhile
+                if fresh != settings:
+                    worker.reconfigure(fresh)
+                    settings = fresh
+                if args.job != "drain":
+                    failed += run_job(worker, settings, args)
+                    ran += 1
+            except (argparse.ArgumentError, SystemExit):
+                log.error("dropped a malformed queued job: %r", job_args)
+            finally:
+                jobs.finish(claimed)
+        os.close(slot)
+        slot = jobs.try_slot(lock_dir, settings.max_workers) if jobs.waiting(home) else None
+    log.info("drain done: %d job(s), %d failed", ran, failed)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = load_settings()
+    lock_down(settings.home, settings.db_path)
+    setup_logging(settings.log_dir, "worker")
+    args = _parser().parse_args(argv)
+    worker = Worker(settings)
+    try:
+        if args.job == "drain":
+            return drain(worker, settings, args.slot_fd)
+        return run_job(worker, settings, args)
     finally:
         worker.close()
-    return 0
 
 
 if __name__ == "__main__":
