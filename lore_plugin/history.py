@@ -145,6 +145,7 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
              topic_names: list[str]) -> Estimate:
     """What ingesting `parts` (transcript, from offset, to offset or None for the end) would
     send: the same slices the ingestor makes, with tokens estimated from characters."""
+    from .extract import worth_extracting
     from .ingest import MAX_PROMPT_CHARS, read_batch
     from .usage import estimated_cost
 
@@ -160,7 +161,7 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
                 break
             result.turns += len(delta.turns)
             files.add(path)
-            if text:
+            if text and worth_extracting(delta.turns):
                 result.batches += 1
                 result.input_tokens += overhead + round(
                     len(text[:MAX_PROMPT_CHARS]) / CHARS_PER_TOKEN)

@@ -18,7 +18,7 @@ from . import relevance as rel
 from .config import Settings
 from .embedding import Embedder, to_blob
 from .errors import BudgetExceeded, LLMError
-from .extract import Extraction, extract_knowledge
+from .extract import Extraction, extract_knowledge, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
 from .redact import redact
@@ -34,6 +34,9 @@ MAX_PROMPT_CHARS = 60_000
 MAX_TURN_CHARS = 8_000
 MIN_BATCH_BYTES = 16 * 1024
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
+TOPICS_SENT = 30  # existing topic names listed in a prompt (see _topics_for)
+TOPICS_IF_UNRELATED = 10
+TOPIC_QUERY_CHARS = 2000  # the embedding model reads only the start of a long text anyway
 TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
 CORRECTION_MATCH = 0.55
 RELATION_MATCH = 0.6
@@ -156,14 +159,15 @@ class Ingestor:
             if delta.end_offset <= offset:
                 return  # no complete line yet
             memory.project = project_key(delta.cwd) if delta.cwd else memory.project
-            if not text:
-                store.set_watermark(key, delta.end_offset, self.clock())  # only noise here
+            if not text or not worth_extracting(delta.turns):
+                # Only noise, tool traffic or small talk here: nothing is worth a call.
+                store.set_watermark(key, delta.end_offset, self.clock())
                 continue
             if hasattr(self.llm, "project"):  # the token ledger's project column
                 self.llm.project = memory.project
             try:
                 extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
-                                               store.topic_names())
+                                               self._topics_for(memory, delta, text))
             except BudgetExceeded as exc:
                 # Refused before any request: not the batch's fault, so no failure is
                 # recorded; the watermark keeps the place until the budget allows more.
@@ -280,6 +284,20 @@ class Ingestor:
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
         return sum(1 for p in planned if p.new.summary), supersessions, links
+
+    @staticmethod
+    def _topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
+        """The existing topic names the prompt lists: all of them when few, else the
+        TOPICS_SENT closest to what the user asked in this slice (by embedding). A topic left
+        out is still found when the answer names it (_match_topic)."""
+        names = memory.writer.topic_names(limit=TOPICS_SENT + 1)
+        if len(names) <= TOPICS_SENT or not memory.embedder_ready():
+            return names[:TOPICS_SENT]
+        asked = " ".join(t.text for t in delta.turns if t.role == "user")
+        found = memory.search((asked or text)[:TOPIC_QUERY_CHARS], limit=TOPICS_SENT, depth=0,
+                              mode="vector").fragments
+        # Nothing related at all: a few of the most relevant names keep the naming consistent.
+        return [s.fragment.summary for s in found] or names[:TOPICS_IF_UNRELATED]
 
     def _match_topic(self, memory: Memory, name: str, about: str) -> str | None:
         store = memory.writer
