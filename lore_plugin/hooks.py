@@ -210,14 +210,19 @@ def on_session_start(event: HookEvent, settings: Settings) -> str | None:
     projects = claude_projects_dir()
     if event.transcript_path:
         projects = Path(event.transcript_path).parent.parent  # ~/.claude/projects
-    # Here, before any worker starts: what exists now is history, which no hook reads.
-    record_if_first_run(settings, projects)
+    hint = None
+    try:
+        # Here, before any worker starts: what exists now is history, which no hook reads.
+        # Should this fail, the workers try again before they read anything.
+        record_if_first_run(settings, projects)
+        hint = hint_once(settings) if settings.session_brief else None
+    except Exception as exc:  # noqa: BLE001 - the brief below still says what is wrong
+        _log_failure(settings, "session-start (recording history)", exc)
     start_job(str(settings.home), settings.max_workers, "sweep", "--projects", str(projects))
     if not settings.session_brief:
         return None
     from .brief import session_brief
 
-    hint = hint_once(settings)
     return session_brief(settings, event.cwd, [hint] if hint else [])
 
 

@@ -165,10 +165,15 @@ def budget_spent(settings: Settings, spent: int, now: float) -> str | None:
             "nothing is lost")
 
 
+def _calls(count: int) -> str:
+    return f"{count} call" + ("" if count == 1 else "s")
+
+
 def _fmt_cost(cost: float | None, unpriced: bool) -> str:
     if cost is None:
         return "cost unknown"
-    return f"${cost:.2f}" + (" + unpriced calls" if unpriced else "")
+    shown = "<$0.01" if 0 < cost < 0.005 else f"${cost:.2f}"
+    return shown + (" + unpriced calls" if unpriced else "")
 
 
 def usage_lines(settings: Settings, store: Any, now: float) -> list[str]:
@@ -181,7 +186,7 @@ def usage_lines(settings: Settings, store: Any, now: float) -> list[str]:
         costs = [r[4] for r in rows if r[4] is not None]
         unpriced = any(r[4] is None for r in rows)
         cost = sum(costs) if costs else (None if unpriced else 0.0)
-        return (f"{calls} calls, {tokens_in:,} in + {tokens_out:,} out tokens, "
+        return (f"{_calls(calls)}, {tokens_in:,} in + {tokens_out:,} out tokens, "
                 f"{_fmt_cost(cost, unpriced and bool(costs))}")
 
     today = day_start(now)
@@ -196,6 +201,6 @@ def usage_lines(settings: Settings, store: Any, now: float) -> list[str]:
     if week:
         lines.append("           last 7 days by purpose:")
         for purpose, calls, tin, tout, cost in week:
-            lines.append(f"             {purpose}: {calls} calls, {tin:,} in + {tout:,} out, "
+            lines.append(f"             {purpose}: {_calls(calls)}, {tin:,} in + {tout:,} out, "
                          f"{_fmt_cost(cost, False)}")
     return lines
