@@ -146,11 +146,11 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
     """What ingesting `parts` (transcript, from offset, to offset or None for the end) would
     send: the same slices the ingestor makes, with tokens estimated from characters."""
     from .extract import worth_extracting
-    from .ingest import MAX_PROMPT_CHARS, read_batch
+    from .ingest import MAX_PROMPT_CHARS, TOPICS_SENT, read_batch
     from .usage import estimated_cost
 
     result = Estimate(model=settings.claude_model)
-    overhead = _overhead_tokens(topic_names)
+    overhead = _overhead_tokens(topic_names[:TOPICS_SENT])  # at most as many as a call lists
     files = set()
     for path, start, end in parts:
         offset = start

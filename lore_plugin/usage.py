@@ -21,21 +21,28 @@ from .errors import BudgetExceeded
 log = logging.getLogger(__name__)
 DAY = 86400.0
 
-# List prices in USD per million tokens (input, output), by model family. A dated model id
-# (claude-haiku-4-5-20251001) is priced as its family; an unknown model has no price, and the
-# figures say so rather than guess. Cache reads cost 0.1x input, cache writes 1.25x.
+# List prices in USD per million tokens (input, output), by model family, from the model pages
+# of platform.claude.com (checked 2026-11-25). A dated model id (claude-haiku-4-5-20251001) is
+# priced as its family; an unknown model or alias has no price, and the figures say so rather
+# than guess. Extraction sets no cache breakpoints; cache reads and writes, should a backend
+# report some, are priced at the usual 0.1x and 1.25x of input.
 PRICES: dict[str, tuple[float, float]] = {
+    "claude-haiku-5-5": (0.10, 0.50),  # the "from" price: prompts under 100K tokens, as Lore's
     "claude-haiku-4-5": (1.0, 5.0),
     "claude-3-5-haiku": (0.8, 4.0),
     "claude-3-haiku": (0.25, 1.25),
+    "claude-sonnet-5-5": (2.0, 10.0),
+    "claude-sonnet-5": (2.0, 10.0),
     "claude-sonnet-4-5": (3.0, 15.0),
     "claude-sonnet-4": (3.0, 15.0),
     "claude-3-7-sonnet": (3.0, 15.0),
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-opus-5": (5.0, 25.0),
     "claude-opus-4-5": (5.0, 25.0),
     "claude-opus-4-1": (15.0, 75.0),
     "claude-opus-4": (15.0, 75.0),
+    "claude-fable-5-1": (10.0, 50.0),
 }
-ALIASES = {"haiku": "claude-haiku-4-5", "sonnet": "claude-sonnet-4-5", "opus": "claude-opus-4-5"}
 CACHE_READ, CACHE_WRITE = 0.1, 1.25
 
 # The purpose of a call, told by the tool it forces (the LLM seam has no other context).
@@ -45,8 +52,7 @@ PURPOSES = {"record_knowledge": "extraction",
 
 
 def price_of(model: str) -> tuple[float, float] | None:
-    name = ALIASES.get(model.strip().lower(), model.strip().lower())
-    name = re.sub(r"-\d{8}$", "", name)  # a dated snapshot of the family
+    name = re.sub(r"-\d{8}$", "", model.strip().lower())  # a dated snapshot of the family
     for family in sorted(PRICES, key=len, reverse=True):
         if name == family or name.startswith(family + "-"):
             return PRICES[family]

@@ -199,3 +199,16 @@ def test_an_ignored_project_is_never_read_by_hooks_or_the_sweep(tmp_path, env, i
         assert [store.watermark(str(w.path)) for w in writers] == [0, 0]
     finally:
         store.close()
+
+
+def test_list_prices_are_found_by_model_family_and_unknown_models_have_none():
+    from lore_plugin.usage import Usage
+
+    assert price_of("claude-haiku-4-5-20251001") == price_of("claude-haiku-4-5") == (1.0, 5.0)
+    assert price_of("claude-opus-4-1-20250805") == (15.0, 75.0)
+    assert price_of("claude-opus-4-5") == (5.0, 25.0)  # not taken for claude-opus-4
+    assert price_of("haiku") is None and price_of("gpt-9") is None
+    assert Usage(1_000_000, 100_000).cost("claude-haiku-4-5") == 1.5
+    assert Usage(0, 0, cache_read_tokens=1_000_000).cost("claude-haiku-4-5") == 0.1
+    assert Usage(10, 10, cost_usd=0.25).cost("gpt-9") == 0.25  # the CLI's own figure wins
+    assert Usage(10, 10).cost("gpt-9") is None

@@ -11,6 +11,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import RULE, KnowledgeModel, prompt_text
@@ -19,6 +21,8 @@ from tests.transcripts import TranscriptWriter
 
 CAP = 2
 HOOKS = 50
+# The processes are told apart by their environment, read from /proc.
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs /proc (Linux)")
 
 
 def lore_workers(home: Path) -> list[int]:
