@@ -70,13 +70,18 @@ def transcript_cwd(path: str | os.PathLike[str]) -> str | None:
     is looked for; no line is parsed."""
     import json
 
+    head, match = b"", None
     try:
         with open(path, "rb") as handle:
-            head = handle.read(HEAD_BYTES)
+            while match is None and len(head) < HEAD_BYTES:  # the field comes in line 1 or 2
+                chunk = handle.read(8192)
+                if not chunk:
+                    break
+                head += chunk
+                match = _CWD.search(head)
     except OSError:
         return None
-    match = _CWD.search(head)
-    if not match:
+    if match is None:
         return None
     try:
         value = json.loads(b'"' + match.group(1) + b'"')

@@ -212,3 +212,23 @@ def test_list_prices_are_found_by_model_family_and_unknown_models_have_none():
     assert Usage(0, 0, cache_read_tokens=1_000_000).cost("claude-haiku-4-5") == 0.1
     assert Usage(10, 10, cost_usd=0.25).cost("gpt-9") == 0.25  # the CLI's own figure wins
     assert Usage(10, 10).cost("gpt-9") is None
+
+
+def test_project_rules_match_paths_folders_below_them_and_globs(tmp_path):
+    from lore_plugin.controls import project_ignored_values, transcript_cwd
+    from tests.conftest import FIXTURES
+
+    assert transcript_cwd(FIXTURES / "real_2.1.197_interactive_tui.jsonl") == \
+        "/tmp/ccresearch/int1/proj"
+    assert transcript_cwd(tmp_path / "missing.jsonl") is None
+    rules = ["/work/secret", "~/clients/*"]
+    assert project_ignored_values("/work/secret", rules)
+    assert project_ignored_values("/work/secret/api", rules)
+    assert not project_ignored_values("/work/secret2", rules)
+    assert project_ignored_values(os.path.expanduser("~/clients/acme/web"), rules)
+    assert not project_ignored_values(os.path.expanduser("~/client"), rules)
+    assert not project_ignored_values(None, rules)
+    (tmp_path / "repo" / "pkg").mkdir(parents=True)
+    assert not project_ignored_values(str(tmp_path / "repo" / "pkg"), [])
+    (tmp_path / "repo" / ".lore-ignore").write_text("")
+    assert project_ignored_values(str(tmp_path / "repo" / "pkg"), [])
