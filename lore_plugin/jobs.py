@@ -37,6 +37,10 @@ def enqueue(home: str, args: list[str]) -> None:
     folder = queue_dir(home)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     path = os.path.join(folder, job_name(args))
+    if os.path.exists(path):
+        # Queued already and not yet taken: when a worker takes it, it reads the transcript
+        # as it is then. (Replacing the file would also cost ext4 a flush of its data.)
+        return
     temp = f"{path}.tmp-{os.getpid()}"
     with open(temp, "w", encoding="utf-8") as fh:
         json.dump(args, fh)
