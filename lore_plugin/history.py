@@ -57,17 +57,21 @@ def complete_size(path: Path) -> int:
 
 
 def record_if_first_run(settings: Settings, projects: Path | None = None,
-                        now: float | None = None) -> int | None:
+                        now: float | None = None, live: Path | None = None) -> int | None:
     """Records the history if this is Lore's first run: the number of transcripts recorded,
-    or None when the history was recorded before (by this or another process)."""
+    or None when the history was recorded before (by this or another process). `live` is the
+    session a Stop or SessionEnd hook fired for: Lore runs in it, so it is not history (nor
+    are its subagents' transcripts)."""
     from .store import Store
 
     store = Store(settings.db_path)
     try:
         if store.history_recorded():
             return None
+        skip = (str(live), str(live.parent / live.stem) + os.sep) if live else ()
         sizes = [(str(p), complete_size(p)) for p in
-                 transcript_files(projects or claude_projects_dir())]
+                 transcript_files(projects or claude_projects_dir())
+                 if not (skip and (str(p) == skip[0] or str(p).startswith(skip[1])))]
         if not store.record_history(sizes, time.time() if now is None else now):
             return None
         return len(store.history())
@@ -145,8 +149,9 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
              topic_names: list[str]) -> Estimate:
     """What ingesting `parts` (transcript, from offset, to offset or None for the end) would
     send: the same slices the ingestor makes, with tokens estimated from characters."""
+    from .batches import MAX_PROMPT_CHARS, read_batch
     from .extract import worth_extracting
-    from .ingest import MAX_PROMPT_CHARS, TOPICS_SENT, read_batch
+    from .ingest import TOPICS_SENT
     from .usage import estimated_cost
 
     result = Estimate(model=settings.claude_model)

@@ -9,30 +9,27 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import relevance as rel
+from .batches import MAX_PROMPT_CHARS, read_batch
 from .config import Settings
 from .embedding import Embedder, to_blob
 from .errors import BudgetExceeded, LLMError
 from .extract import Extraction, extract_knowledge, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
-from .redact import redact
 from .store import HISTORY_KEY, Store
-from .transcript import Delta, project_key, read_delta, render_turns
-from .types import NewFragment, ScoredFragment, Turn
+from .transcript import Delta, project_key
+from .types import NewFragment, ScoredFragment
 
 if TYPE_CHECKING:
     from .extract import Fact
 
 log = logging.getLogger(__name__)
-MAX_PROMPT_CHARS = 60_000
-MAX_TURN_CHARS = 8_000
-MIN_BATCH_BYTES = 16 * 1024
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
 TOPICS_SENT = 30  # existing topic names listed in a prompt (see _topics_for)
 TOPICS_IF_UNRELATED = 10
@@ -63,29 +60,6 @@ class _Planned:
     parent_summary: str | None = None
     fid: str | None = None
     vector: Any = None
-
-
-def _clipped(turns: list[Turn]) -> list[Turn]:
-    """A pasted log or file dump is not knowledge-sized; its head is enough context."""
-    return [t if len(t.text) <= MAX_TURN_CHARS else replace(t, text=t.text[:MAX_TURN_CHARS] + " […]")
-            for t in turns]
-
-
-def read_batch(path: Path, offset: int, batch_bytes: int, limit: int | None = None
-               ) -> tuple[Delta, str]:
-    """The next slice of a transcript that makes one extraction prompt, and its text (redacted,
-    '' for noise only): at most batch_bytes (and `limit`) of the file, less when its text would
-    not fit a prompt. The ingestor and `lore ingest`'s estimate slice alike."""
-    budget = batch_bytes if limit is None else min(batch_bytes, limit)
-    while True:
-        delta = read_delta(path, offset, max_bytes=budget)
-        if delta.missing or delta.truncated or delta.end_offset <= offset:
-            return delta, ""
-        text = redact(render_turns(_clipped(delta.turns))).strip()
-        if len(text) > MAX_PROMPT_CHARS and budget > MIN_BATCH_BYTES:
-            budget //= 2  # a smaller slice of the file makes a prompt that fits
-            continue
-        return delta, text
 
 
 def _timestamp(delta: Delta, fallback: float) -> float:

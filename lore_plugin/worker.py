@@ -172,8 +172,9 @@ def run_job(worker: Worker, settings: Settings, args: argparse.Namespace) -> int
     started = time.monotonic()
     try:
         if args.job == "ingest":
-            # A Stop hook may be Lore's first run: the history is recorded before any read.
-            record_if_first_run(settings)
+            # A Stop hook may be Lore's first run: the history is recorded before any read,
+            # all but the session the hook fired for.
+            record_if_first_run(settings, live=args.path)
             result = worker.ingest(args.path, args.session, cwd=args.cwd)
         elif args.job == "sweep":
             result = worker.sweep(args.projects or claude_projects_dir())

@@ -55,6 +55,11 @@ def config(home: Path, text: str) -> None:
     (home / "config.toml").write_text(text)
 
 
+def projects_of(tmp_path: Path) -> Path:
+    """Claude Code's projects folder in the scratch HOME: hooks accept transcripts only there."""
+    return tmp_path / "home" / ".claude" / "projects"
+
+
 def settle() -> None:
     time.sleep(1.5)  # long enough for a detached worker that should not exist to show up
 
@@ -62,7 +67,7 @@ def settle() -> None:
 def test_every_extraction_call_is_in_the_ledger_and_status_shows_the_spend(
         tmp_path, env, isolated_home, api):
     db = isolated_home / "memory.db"
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(projects_of(tmp_path) / "-work-project-a" / "t.jsonl")
     writer.exchange(6)
     run_hook("stop", payload("Stop", writer), env)
     assert wait_for(lambda: fact_count(db) == 6)
@@ -86,14 +91,14 @@ def test_a_spent_daily_budget_makes_extraction_wait_and_nothing_is_lost(
         tmp_path, env, isolated_home, api):
     db = isolated_home / "memory.db"
     config(isolated_home, "[ingestion]\nmax_tokens_per_day = 50\n")
-    first = TranscriptWriter(tmp_path / "a.jsonl", session="a")
+    first = TranscriptWriter(projects_of(tmp_path) / "-work-project-a" / "a.jsonl", session="a")
     first.exchange(6)
     run_hook("stop", payload("Stop", first), env)
     assert wait_for(lambda: fact_count(db) == 6)  # under the budget when it started
     spent = sum(r[3] + r[4] for r in ledger(db))
     assert spent >= 50
 
-    second = TranscriptWriter(tmp_path / "b.jsonl", session="b")
+    second = TranscriptWriter(projects_of(tmp_path) / "-work-project-a" / "b.jsonl", session="b")
     second.exchange(6, topic="search")
     run_hook("stop", payload("Stop", second), env)
     run_hook("session-end", payload("SessionEnd", second), env)
@@ -155,7 +160,7 @@ def test_ingestion_turned_off_in_config_reads_nothing(tmp_path, env, isolated_ho
 def test_lore_pause_stops_extraction_until_lore_resume(tmp_path, env, isolated_home, api):
     db = isolated_home / "memory.db"
     assert "extraction paused" in cli(env, "pause").stdout
-    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer = TranscriptWriter(projects_of(tmp_path) / "-work-project-a" / "t.jsonl")
     writer.exchange(6)
     run_hook("stop", payload("Stop", writer), env)
     run_hook("session-end", payload("SessionEnd", writer), env)
@@ -187,7 +192,7 @@ def test_an_ignored_project_is_never_read_by_hooks_or_the_sweep(tmp_path, env, i
         run_hook("stop", payload("Stop", writer), env)
         run_hook("session-end", payload("SessionEnd", writer), env)
     run_hook("session-start", payload("SessionStart", writers[0], source="startup"), env)
-    other = TranscriptWriter(tmp_path / "t.jsonl", cwd=str(tmp_path / "work" / "open"),
+    other = TranscriptWriter(projects / "-open" / "t.jsonl", cwd=str(tmp_path / "work" / "open"),
                              session="open")
     other.exchange(6, topic="search")  # a project that is not ignored still is read
     run_hook("stop", payload("Stop", other), env)

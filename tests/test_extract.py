@@ -316,7 +316,7 @@ def test_extract_knowledge_passes_llm_errors_through_and_rejects_bad_answers() -
         extract_knowledge(FakeLLM([{"topics": [{"name": "no summary"}]}]), "x", [])
 
 
-# --- prompt hardening (issue 14 §3) and slices not worth a call (issue 15) ----------------------------------------------
+# --- prompt hardening (issue 14 §3) and slices not worth a call (issue 15) ---------------------
 
 
 def test_the_topic_names_sit_inside_the_data_block_with_the_conversation() -> None:

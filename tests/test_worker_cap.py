@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import RULE, KnowledgeModel, prompt_text
-from tests.test_hooks import fact_count, wait_for
+from tests.test_hooks import fact_count, first_run, wait_for
 from tests.transcripts import TranscriptWriter
 
 CAP = 2
@@ -68,9 +68,11 @@ def test_fifty_stop_hooks_at_once_never_run_more_workers_than_the_cap(tmp_path, 
                          LORE_BATCH_SIZE="3", HOME=str(tmp_path / "home"))
         home.mkdir(parents=True, exist_ok=True)
         (home / "config.toml").write_text(f"[ingestion]\nmax_workers = {CAP}\n")
+        projects = tmp_path / "home" / ".claude" / "projects"  # where hooks accept transcripts
+        first_run(projects)
         writers = []
         for i in range(HOOKS):
-            writer = TranscriptWriter(tmp_path / "sessions" / f"s{i:02d}.jsonl",
+            writer = TranscriptWriter(projects / "-work-project-a" / f"s{i:02d}.jsonl",
                                       session=f"session-{i:02d}")
             writer.exchange(3, topic=f"topic{i:02d}")
             writers.append(writer)
