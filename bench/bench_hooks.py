@@ -18,6 +18,8 @@ from pathlib import Path
 
 from common import ROOT, bench_env, summary_ms, table, write_json
 
+from lore_plugin.config import Settings
+from lore_plugin.history import record_if_first_run
 from lore_plugin.memory import Memory
 from tests.transcripts import TranscriptWriter
 
@@ -40,6 +42,8 @@ def prepare(tmp: Path) -> tuple[dict[str, str], dict[str, bytes]]:
         topic = memory.store(f"Topic {i} notes", f"Topic number {i}", depth=0)
         memory.store(f"Concept under topic {i}", f"Concept {i}", parent_id=topic.id, depth=1)
     memory.close()
+    # Lore has run before: the transcripts below are new, not history from before its first run.
+    record_if_first_run(Settings(db_path=home / "memory.db", home=home), tmp / "projects")
     quiet = TranscriptWriter(tmp / "projects" / "p" / "quiet.jsonl", cwd=str(tmp / "proj"))
     quiet.exchange(3)
     busy = TranscriptWriter(tmp / "projects" / "p" / "busy.jsonl", cwd=str(tmp / "proj"))

@@ -34,6 +34,11 @@ class Settings:
     retry_backoff_secs: float = 60.0  # doubles after each failed attempt
     park_after: int = 5  # failed attempts before a batch is parked for `lore ingest --retry-failed`
     batch_bytes: int = 512 * 1024  # transcript bytes read per extraction call
+    # Cost controls (issue 15). About 150 extraction calls of a busy day fit the default.
+    max_tokens_per_day: int = 2_000_000
+    ingestion_enabled: bool = True
+    ignore_projects: tuple[str, ...] = ()  # paths or globs of projects never read
+    max_workers: int = 2  # detached workers alive at once, machine-wide (per Lore home)
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property
