@@ -12,6 +12,7 @@
   cycle keep their full weight
 6 true forgetting in the two tiers of relevance.forgettable; children move to the grandparent
   first, and topics are never forgotten
+7 recurring failures: the rule of three over the failures extraction recorded (patterns.py)
 
 Every write is a short transaction of its own (one merge, one batch of forgetting), so a run
 killed at any point leaves a consistent graph and the next run simply carries on. A dry run
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import relevance as rel
 from .config import Settings
+from .consolidate_report import summary_line
 from .embedding import from_blob
 from .errors import LLMUnavailable, LoreError
 from .locks import consolidation_lock
@@ -351,6 +353,11 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
                llm_missing)
     phase_decay(run)
     phase_forget(run, table)
+    from .patterns import consolidate_patterns  # the rule of three (issue 17)
+
+    t = time.perf_counter()
+    run.report["patterns"] = run.phase("patterns", t, **consolidate_patterns(store, dry_run))[
+        "patterns"]
     run.report["duration_s"] = round(time.perf_counter() - started, 3)
     if not dry_run:
         store.record_consolidation(started_at, clock(), False, run.report)
@@ -443,58 +450,3 @@ def _refresh_vector_snapshot(settings: Settings) -> None:
             log.info("vector snapshot rewritten in %.2fs", time.perf_counter() - started)
     except Exception as exc:  # only a cache
         log.warning("could not rewrite the vector snapshot: %s", exc)
-
-
-# -- reading a report -------------------------------------------------------------------------
-COUNTS = (("relevance_updated", "relevance"), ("topics_merged", "merged"),
-          ("topic_links", "topic links"), ("concept_links", "concept links"),
-          ("resummarised", "re-summarised"), ("contradictions", "superseded"),
-          ("edges_pruned", "edges pruned"), ("forgotten", "forgotten"))
-
-
-def summary_line(report: dict[str, Any]) -> str:
-    return ", ".join(f"{label} {report.get(key, 0)}" for key, label in COUNTS)
-
-
-def describe(report: dict[str, Any]) -> list[str]:
-    """Readable lines, phase by phase, for `lore consolidate`."""
-    dry = bool(report.get("dry_run"))
-
-    def verb(would: str, did: str) -> str:
-        return would if dry else did
-
-    p, skipped = report["phases"], report.get("skipped", {})
-    title = "dry run (nothing changed)" if dry else "consolidated"
-    lines = [f"{title} in {report.get('duration_s', 0):.2f}s"]
-
-    def add(title: str, text: str, items: list[str] | None = None) -> None:
-        lines.append(f"  {title:<15} {text}")
-        lines.extend(f"  {'':<15}   - {item}" for item in (items or [])[:20])
-        if items and len(items) > 20:
-            lines.append(f"  {'':<15}   … and {len(items) - 20} more")
-
-    r = p["relevance"]
-    add("relevance", f"{r['fragments']} fragments, {r['changed']} "
-        f"{verb('would change', 'changed')}")
-    m = p["merge"]
-    add("merge", f"{m['merged']} of {m['topics']} topics {verb('would merge', 'merged')}, "
-        f"{m['children_moved']} children {verb('would move', 'moved')}", m["items"])
-    for key, title in (("topic_links", "topic links"), ("concept_links", "concept links")):
-        add(title, f"{p[key]['new']} new, {p[key]['kept']} kept", p[key]["items"])
-    for key, title, noun in (("resummarise", "re-summarise", "topics due"),
-                             ("contradictions", "contradictions", "sibling groups due")):
-        e = p[key]
-        if key in skipped:
-            add(title, f"skipped: {skipped[key]}", e["items"])
-        else:
-            done = "re-summarised" if key == "resummarise" else "superseded"
-            extra = f"; stopped: {e['stopped']}" if e.get("stopped") else ""
-            add(title, f"{e['done']} {done} in {e['calls']} LLM calls, {e['due']} {noun}"
-                f"{extra}", e["items"])
-    d = p["decay"]
-    add("decay", f"{d['decayed']} associative edges {verb('would weaken', 'weakened')}, "
-        f"{d['pruned']} {verb('would be pruned', 'pruned')}", d["items"])
-    f = p["forget"]
-    add("forget", f"{f['forgotten']} fragments {verb('would be forgotten', 'forgotten')}",
-        f["items"])
-    return lines

@@ -22,6 +22,7 @@ from .errors import BudgetExceeded, LLMError
 from .extract import Extraction, extract_knowledge, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
+from .patterns import failure_rows
 from .store import HISTORY_KEY, Store
 from .transcript import Delta, project_key
 from .types import NewFragment, ScoredFragment
@@ -220,7 +221,8 @@ class Ingestor:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
             r.target for r in extraction.relationships]
-        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names)
+        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names
+                                + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         now = self.clock()
         supersessions = links = 0
@@ -255,6 +257,9 @@ class Ingestor:
                     links += 1
             if confirmed:
                 store.confirm(confirmed, now)
+            if extraction.failures:  # the rule of three's evidence (patterns.py)
+                store.add_failure_records(failure_rows(extraction.failures, vectors, session_id,
+                                                       memory.project, when))
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
         return sum(1 for p in planned if p.new.summary), supersessions, links
