@@ -25,10 +25,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
                   ) -> str | None:
     """The brief; `notes` (said once, like unread history) always fit in it."""
     from .memory import Memory
+    from .patterns import brief_lines
     from .status import problems
     from .transcript import project_key
-
-    from .patterns import brief_lines
 
     topics = []
     recurring: list[str] = []
