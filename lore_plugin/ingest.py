@@ -26,8 +26,11 @@ from .patterns import failure_rows
 from .store import HISTORY_KEY, Store
 from .transcript import Delta, project_key
 from .types import NewFragment, ScoredFragment
+from .usefulness import Recall, apply_recall_use, recalls_in
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from .extract import Fact
 
 log = logging.getLogger(__name__)
@@ -134,9 +137,12 @@ class Ingestor:
             if delta.end_offset <= offset:
                 return  # no complete line yet
             memory.project = project_key(delta.cwd) if delta.cwd else memory.project
+            recalls = recalls_in(path, delta.start_offset, delta.end_offset)
             if not text or not worth_extracting(delta.turns):
                 # Only noise, tool traffic or small talk here: nothing is worth a call.
-                store.set_watermark(key, delta.end_offset, self.clock())
+                with store.write():  # what recall returned is judged once, with the watermark
+                    apply_recall_use(store, recalls, self.clock())
+                    store.set_watermark(key, delta.end_offset, self.clock())
                 continue
             if hasattr(self.llm, "project"):  # the token ledger's project column
                 self.llm.project = memory.project
@@ -157,7 +163,8 @@ class Ingestor:
                 log.warning("extraction failed for %s @%d (attempt %d): %s", path, offset, attempts, exc)
                 report.failed = str(exc)
                 return
-            counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id)
+            counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id,
+                                recalls)
             report.batches += 1
             report.fragments += counts[0]
             report.supersessions += counts[1]
@@ -165,7 +172,7 @@ class Ingestor:
 
     # -- turning an extraction into fragments -----------------------------------------
     def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
-              session_id: str | None) -> tuple[int, int, int]:
+              session_id: str | None, recalls: Sequence[Recall] = ()) -> tuple[int, int, int]:
         store = memory.writer
         when = _timestamp(delta, self.clock())
         meta = {"transcript": key.removeprefix(HISTORY_KEY),
@@ -260,6 +267,7 @@ class Ingestor:
             if extraction.failures:  # the rule of three's evidence (patterns.py)
                 store.add_failure_records(failure_rows(extraction.failures, vectors, session_id,
                                                        memory.project, when))
+            apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
         return sum(1 for p in planned if p.new.summary), supersessions, links

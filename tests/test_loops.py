@@ -143,3 +143,122 @@ def test_one_session_repeating_a_failure_is_not_three_sessions(tmp_path, setting
         assert consolidate(settings, store, clock)["patterns"] == 0
     finally:
         store.close()
+
+
+# -- implicit usefulness ------------------------------------------------------------------------
+USED = "Deploys happen on Tuesday at 14:00 UTC"
+IGNORED = "Deploy freezes start two weeks before the quarterly audit"
+QUERY_TOOL = "mcp__plugin_lore_memory__query_memory"
+
+
+@pytest.fixture()
+def recall_memory(settings, embedder, clock):
+    from lore_plugin.memory import Memory
+
+    memory = Memory(settings.db_path, embedder, clock)
+    topic = memory.store("How the team ships to production", "Deployment", depth=0)
+    concept = memory.store("When deploys may happen", "Deploy window", parent_id=topic.id, depth=1)
+    used = memory.store(USED, USED, parent_id=concept.id)
+    ignored = memory.store(IGNORED, IGNORED, parent_id=concept.id)
+    yield memory, used.id, ignored.id
+    memory.close()
+
+
+def recall_turn(writer: TranscriptWriter, memory, question: str, topic: str, reply: str) -> str:
+    """One turn as Claude Code records it: the user asks, the assistant calls query_memory, the
+    tool answers with what the real Lore server would send (the same Memory and render calls,
+    reinforcing as it does), and the assistant replies. Returns the tool's answer text."""
+    from lore_plugin import render
+
+    recall = memory.query(topic, depth=2)
+    answer = render.recalled(render.recall_text(topic, 2, recall.fragments, recall.keyword_only))
+    writer.user(question)
+    tool_line = writer._base("assistant")
+    tool_line["message"] = {"id": "msg_q" + tool_line["uuid"][:8], "type": "message",
+                            "role": "assistant", "model": "claude-opus-4-8", "content": [
+                                {"type": "tool_use", "id": "toolu_" + tool_line["uuid"][:8],
+                                 "name": QUERY_TOOL, "input": {"topic": topic, "depth": 2}}]}
+    writer.append(tool_line)
+    result = writer._base("user")
+    result["message"] = {"role": "user", "content": [
+        {"tool_use_id": "toolu_" + tool_line["uuid"][:8], "type": "tool_result",
+         "content": [{"type": "text", "text": answer}]}]}
+    result["toolUseResult"] = [{"type": "text", "text": answer}]
+    writer.append(result)
+    writer.assistant(reply, tool=False)
+    return answer
+
+
+def state(settings: Settings, fid: str):
+    store = Store(settings.db_path)
+    try:
+        return store.get(fid), store.recall_use(fid)
+    finally:
+        store.close()
+
+
+def test_the_recalled_fragment_the_assistant_used_gains_more_than_the_one_it_ignored(
+        tmp_path, settings, ingestor, recall_memory, clock):
+    from lore_plugin import relevance as rel
+
+    memory, used, ignored = recall_memory
+    writer = TranscriptWriter(tmp_path / "recall.jsonl")
+    answer = recall_turn(writer, memory, "When can I deploy the billing service?",
+                         "deploy window", "You can deploy on Tuesday at 14:00 UTC.")
+    assert f"[{used[:12]}]" in answer and f"[{ignored[:12]}]" in answer  # both were returned
+    before_used, before_ignored = state(settings, used)[0], state(settings, ignored)[0]
+    assert before_used.access_count == before_ignored.access_count == 1  # the recall itself
+    clock.advance(seconds=60)
+    assert ingestor.ingest(writer.path).failed is None
+    (a, a_use), (b, b_use) = state(settings, used), state(settings, ignored)
+    assert a_use == (1, 1, 0) and b_use == (1, 0, 1)
+    assert a.access_count == 2 and b.access_count == 1  # a use is a second reinforcement
+    later = clock() + 30 * rel.DAY
+    assert (rel.relevance(a.importance, a.access_count, a.decay_rate, a.last_reinforced, later)
+            > rel.relevance(b.importance, b.access_count, b.decay_rate, b.last_reinforced, later))
+    # Ingesting the transcript again judges nothing twice.
+    assert ingestor.ingest(writer.path).batches == 0
+    assert state(settings, used)[1] == (1, 1, 0)
+
+
+def test_a_fragment_returned_and_ignored_many_times_loses_relevance(
+        tmp_path, settings, ingestor, recall_memory, clock):
+    from lore_plugin import relevance as rel
+
+    memory, used, ignored = recall_memory
+    writer = TranscriptWriter(tmp_path / "recall.jsonl")
+    recall_turn(writer, memory, "When can I deploy?", "deploy window",
+                "Tuesday at 14:00 UTC is the window.")
+    clock.advance(seconds=60)
+    ingestor.ingest(writer.path)
+    after_one = state(settings, ignored)[0]
+    for n in range(7):
+        clock.advance(seconds=3600)
+        recall_turn(writer, memory, f"Can I deploy hotfix {n} now?", "deploy window",
+                    "Only on Tuesday at 14:00 UTC.")
+    clock.advance(seconds=60)
+    assert ingestor.ingest(writer.path).failed is None
+    b, b_use = state(settings, ignored)
+    a = state(settings, used)[0]
+    assert b_use == (8, 0, 8)
+    assert b.decay_rate > after_one.decay_rate * 2  # decay sped up past the grace
+    later = clock() + 30 * rel.DAY
+
+    def score(f):
+        return rel.relevance(f.importance, f.access_count, f.decay_rate, f.last_reinforced, later)
+
+    assert score(b) < score(after_one)  # more recalls, ignored, left it weaker, not stronger
+    never = rel.relevance(b.importance, 0, rel.decay_rate_for(b.importance), b.created_at, later)
+    assert score(b) < never  # below a fragment of its importance never recalled at all
+    assert score(a) > score(after_one)
+    # Consolidation's relevance phase uses the same state: its stored score agrees.
+    clock.advance(days=30)
+    store = Store(settings.db_path)
+    try:
+        consolidate(settings, store, clock)
+        rows = dict(store.execute("SELECT id, relevance_score FROM fragments"))
+    finally:
+        store.close()
+    assert rows[ignored] < rows[used]
+    assert rows[ignored] == pytest.approx(rel.relevance(
+        b.importance, b.access_count, b.decay_rate, b.last_reinforced, clock()), abs=1e-3)

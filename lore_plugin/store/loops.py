@@ -72,6 +72,17 @@ class Loops(Connection):
                 "THEN 0 ELSE ignored_streak + 1 END, updated_at = excluded.updated_at",
                 [(int(f in used_set), int(f not in used_set), now, f) for f in returned])
 
+    def ids_by_prefix(self, prefixes: Sequence[str]) -> dict[str, str]:
+        """The full id of each shown (12-character) id that names exactly one fragment."""
+        found: dict[str, str] = {}
+        for prefix in prefixes:
+            rows = self.conn.execute(
+                "SELECT id FROM fragments WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
+                (prefix, prefix + "\U0010ffff")).fetchall()
+            if len(rows) == 1:
+                found[prefix] = str(rows[0][0])
+        return found
+
     def recall_use(self, fid: str) -> tuple[int, int, int]:
         """(times returned, times used, recalls ignored in a row since the last use)."""
         row = self.conn.execute("SELECT returned, used, ignored_streak FROM recall_use "
