@@ -22,6 +22,7 @@ Recalls whose answer falls across two ingested slices are judged on the part in 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +30,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import relevance as rel
 from .lines import _parse, _user_request_text
+from .store import BusyError, StoreError
 
 if TYPE_CHECKING:
     from .store import Store
 
+log = logging.getLogger(__name__)
 TOOL_PREFIX = "mcp__plugin_lore_memory__"
 RECALL_TOOLS = {TOOL_PREFIX + name for name in ("query_memory", "explore_memory",
                                                 "traverse_memory")}
@@ -63,9 +66,9 @@ def _words(text: str) -> set[str]:
 def _texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
-    if isinstance(content, list):
-        return [b.get("text", "") for b in content
-                if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    if isinstance(content, list):  # text blocks (tool results) or strings (hook context)
+        return [b if isinstance(b, str) else b["text"] for b in content
+                if isinstance(b, str) or (isinstance(b, dict) and isinstance(b.get("text"), str))]
     return []
 
 
@@ -156,7 +159,20 @@ def apply_recall_use(store: Store, recalls: list[Recall], now: float) -> int:
     """Records what each recall returned and what was used, and moves the fragments'
     memory state (relevance.credit_use, relevance.penalise_ignored). Meant to run inside the
     ingestor's write, with the watermark, so a slice is judged exactly once. Returns how
-    many fragments were judged used."""
+    many fragments were judged used. Best effort: a failure here is logged and never costs
+    the slice its knowledge (the counters of a half-judged slice are all that can be lost)."""
+    if not recalls:
+        return 0
+    try:
+        return _apply(store, recalls, now)
+    except (StoreError, BusyError):
+        raise  # the database itself failed: the whole write is retried
+    except Exception as exc:
+        log.warning("could not judge the recalls of this slice: %s", exc)
+        return 0
+
+
+def _apply(store: Store, recalls: list[Recall], now: float) -> int:
     short = {sid for r in recalls for sid in r.shown}
     full = store.ids_by_prefix(sorted(short))
     frags = store.get_many(list(full.values()))

@@ -262,3 +262,98 @@ def test_a_fragment_returned_and_ignored_many_times_loses_relevance(
     assert rows[ignored] < rows[used]
     assert rows[ignored] == pytest.approx(rel.relevance(
         b.importance, b.access_count, b.decay_rate, b.last_reinforced, clock()), abs=1e-3)
+
+
+FIXTURE_MCP = "real_2.1.197_p_mode_mcp_tool_call.jsonl"
+
+
+def fixture_with_lore_recall(tmp_path: Path, via: str, answer: str, reply: str) -> Path:
+    """The real recorded `claude -p` session with an MCP tool call and a UserPromptSubmit
+    hook context, its test plugin's texts swapped for Lore's: `via` "tool" makes the tool call
+    a query_memory answered with `answer`, "hook" puts `answer` in the hook's
+    additionalContext; the assistant's final reply becomes `reply`."""
+    import json
+
+    from tests.conftest import FIXTURES
+
+    out = tmp_path / "fixture.jsonl"
+    lines = []
+    for raw in (FIXTURES / FIXTURE_MCP).read_text().splitlines():
+        obj = json.loads(raw)
+        att = obj.get("attachment") or {}
+        message = obj.get("message") or {}
+        content = message.get("content")
+        if via == "hook" and att.get("type") == "hook_additional_context" \
+                and att.get("hookEvent") == "UserPromptSubmit":
+            att["content"] = [answer]
+        if obj.get("type") == "assistant" and isinstance(content, list):
+            for block in content:
+                if via == "tool" and block.get("type") == "tool_use":
+                    block["name"], block["input"] = QUERY_TOOL, {"topic": "favourite colour"}
+                if block.get("type") == "text":
+                    block["text"] = reply
+        if via == "tool" and obj.get("type") == "user" and isinstance(content, list):
+            for block in content:
+                if block.get("type") == "tool_result":
+                    block["content"] = [{"type": "text", "text": answer}]
+                    obj["toolUseResult"] = block["content"]
+        lines.append(json.dumps(obj))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+@pytest.mark.parametrize("via", ["tool", "hook"])
+def test_recalls_in_a_real_claude_code_transcript_are_judged(tmp_path, settings, ingestor, clock,
+                                                             embedder, via):
+    from lore_plugin import render
+    from lore_plugin.memory import Memory
+
+    memory = Memory(settings.db_path, embedder, clock)
+    try:
+        topic = memory.store("What the user likes", "User preferences", depth=0)
+        concept = memory.store("Tastes", "Tastes", parent_id=topic.id, depth=1)
+        teal = memory.store("The user's favourite colour is teal", "Favourite colour: teal",
+                            parent_id=concept.id)
+        helix = memory.store("The user's favourite editor is Helix", "Favourite editor: Helix",
+                             parent_id=concept.id)
+        answer = render.recalled("\n".join(render.fragment_line(f) for f in (teal, helix)))
+    finally:
+        memory.close()
+    path = fixture_with_lore_recall(tmp_path, via, answer, "Your favourite colour is teal.")
+    assert ingestor.ingest(path).failed is None
+    assert state(settings, teal.id)[1] == (1, 1, 0)
+    assert state(settings, helix.id)[1] == (1, 0, 1)
+
+
+def test_the_unchanged_fixtures_hold_no_lore_recall(tmp_path):
+    from lore_plugin.usefulness import recalls_in
+    from tests.conftest import FIXTURES
+
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        assert recalls_in(path, 0, path.stat().st_size) == [], path.name
+
+
+def test_a_sibling_of_the_same_shape_is_not_counted_used_and_an_id_is():
+    from lore_plugin.usefulness import Recall, judge
+
+    texts = {"a" * 12: "billing rule 1 uses value 7", "b" * 12: "billing rule 2 uses value 14",
+             "c" * 12: "Invoices are sent on the first working day"}
+    recall = Recall(list(texts), '{"topic": "billing rules"}',
+                    ["Rule 1 says the value is 7.",
+                     '{"fragment_id": "cccccccccccc", "direction": "children"}'])
+    assert judge(recall, texts) == ["a" * 12, "c" * 12]
+    # Words of the question never count: every result shares them.
+    assert judge(Recall(list(texts), "billing value", ["The billing value matters."]), texts) == []
+
+
+def test_a_slice_not_worth_extracting_still_has_its_recalls_judged(tmp_path, settings, ingestor,
+                                                                  recall_memory, api, clock):
+    memory, used, ignored = recall_memory
+    writer = TranscriptWriter(tmp_path / "recall.jsonl")
+    recall_turn(writer, memory, "go ahead", "deploy window", "Tuesday at 14:00 UTC it is.")
+    clock.advance(seconds=60)
+    report = ingestor.ingest(writer.path)
+    assert report.batches == 0 and api.messages == []  # no extraction call was made
+    assert state(settings, used)[1] == (1, 1, 0) and state(settings, ignored)[1] == (1, 0, 1)
+    assert ingestor.ingest(writer.path).batches == 0
+    assert state(settings, used)[1] == (1, 1, 0)  # judged once
