@@ -357,3 +357,17 @@ def test_a_slice_not_worth_extracting_still_has_its_recalls_judged(tmp_path, set
     assert state(settings, used)[1] == (1, 1, 0) and state(settings, ignored)[1] == (1, 0, 1)
     assert ingestor.ingest(writer.path).batches == 0
     assert state(settings, used)[1] == (1, 1, 0)  # judged once
+
+
+def test_without_vectors_the_kind_alone_decides_and_sessions_are_counted_once():
+    from lore_plugin.patterns import find_patterns
+
+    def record(n: int, session: str, project: str, kind: str, fix: str | None = None) -> tuple:
+        return (n, session, project, kind, kind_key(kind), f"broke {n}", fix, None, float(n))
+
+    records = [record(1, "s1", "/p", "TimeoutError", "raise the timeout"),
+               record(2, "s1", "/p", "timeout"), record(3, "s2", "/q", "Timeout"),
+               record(4, "s3", "/p", "TimeoutException"), record(5, "s4", "/p", "EACCES")]
+    assert find_patterns(records) == [("TimeoutException", "broke 4", "raise the timeout", 3,
+                                       1.0, 4.0, ["/p", "/q"])]
+    assert find_patterns(records[:3]) == []  # two distinct sessions only
