@@ -26,8 +26,8 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     """The brief; `notes` (said once, like unread history) always fit in it."""
     from .memory import Memory
     from .patterns import brief_lines
+    from .project import project_key
     from .status import problems
-    from .transcript import project_key
 
     topics = []
     recurring: list[str] = []
@@ -57,8 +57,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     body: list[str] = []
     frame = len(recalled("", RECALLED_NOTICE))
     budget = LIMIT - frame - len(head) - sum(len(x) + 1 for x in tail) - 1
-    # Failures met again and again in this project, and what fixed them: placed first, as
-    # they are few and the most actionable, at most half of the room.
+    # Failures met again and again in this project, and what fixed them: their room is set
+    # aside before the topics fill the rest, as they are few and the most actionable (at most
+    # half of it).
     room = budget // 2
     shown = []
     for line in ["Recurring in this project:", *recurring] if recurring else []:

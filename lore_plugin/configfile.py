@@ -42,6 +42,7 @@ _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
     ("database", "path"): ("db_path", PATH),
     ("claude", "api_key_env"): ("api_key_env", str),
     ("brief", "enabled"): ("session_brief", bool),
+    ("recall", "on_prompt"): ("recall_on_prompt", bool),
 }
 
 

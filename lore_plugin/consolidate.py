@@ -29,10 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import relevance as rel
 from .config import Settings
-from .consolidate_report import summary_line
 from .embedding import from_blob
-from .errors import LLMUnavailable, LoreError
-from .locks import consolidation_lock
 from .render import clip
 from .store import Store
 from .types import EMBED_BYTES, depth_name
@@ -362,91 +359,3 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
     if not dry_run:
         store.record_consolidation(started_at, clock(), False, run.report)
     return run.report
-
-
-def last_consolidated(settings: Settings) -> float | None:
-    """When the last real run finished; None if never (or the database cannot say)."""
-    try:
-        store = Store(settings.db_path, readonly=True)
-    except LoreError:
-        return None  # needs a migration (or is damaged): a run opens it writable and says so
-    try:
-        last = store.get_meta("last_consolidation")
-    finally:
-        store.close()
-    try:
-        return float(last) if last is not None else None
-    except ValueError:
-        return None
-
-
-def is_overdue(settings: Settings, clock: Clock) -> bool:
-    """Cheap: one read of meta.last_consolidation. No database yet means nothing to do."""
-    if not settings.db_path.exists():
-        return False
-    previous = last_consolidated(settings)
-    if previous is None:
-        return True
-    elapsed = clock() - previous
-    return elapsed >= settings.consolidation_interval_secs or elapsed < 0  # or the clock went back
-
-
-def default_llm(settings: Settings) -> LLM:
-    from .llm import pick_llm
-
-    return pick_llm(settings)
-
-
-def default_embedder(settings: Settings) -> Embedder:
-    from .embedding import LocalEmbedder
-
-    return LocalEmbedder(settings.home / "models", threads=None)  # loads the model only if phase 3 needs it
-
-
-def run_if_overdue(settings: Settings, clock: Clock, force: bool = False,
-                   make_llm: Callable[[Settings], LLM] = default_llm,
-                   make_embedder: Callable[[Settings], Embedder | None] = default_embedder,
-                   ) -> dict[str, Any] | None:
-    """Consolidates when overdue (or forced) under the consolidation lock. Returns None when
-    not overdue or when another process holds the lock: two sessions starting at once never
-    run two consolidations, and the OS frees the lock of a holder that died."""
-    if not force and not is_overdue(settings, clock):
-        return None
-    lock = consolidation_lock(settings.lock_dir)
-    if not lock.try_acquire():
-        log.info("consolidation already running elsewhere")
-        return None
-    try:
-        if not force and not is_overdue(settings, clock):  # someone finished just before us
-            return None
-        llm: LLM | None = None
-        llm_missing = None
-        try:
-            llm = make_llm(settings)
-        except LLMUnavailable as exc:
-            llm_missing = f"no LLM ({exc})"
-        store = Store(settings.db_path)
-        try:
-            report = consolidate(settings, store, clock, llm, make_embedder(settings),
-                                 llm_missing=llm_missing)
-        finally:
-            store.close()
-        log.info("consolidation done in %.2fs: %s", report["duration_s"], summary_line(report))
-        _refresh_vector_snapshot(settings)
-        return report
-    finally:
-        lock.release()
-
-
-def _refresh_vector_snapshot(settings: Settings) -> None:
-    """Consolidation changes vectors (merges, supersessions, forgetting), which invalidates
-    the servers' snapshot; rewriting it here, in the background, spares the next server the
-    slow load."""
-    from .search import refresh_snapshot
-
-    try:
-        started = time.perf_counter()
-        if refresh_snapshot(settings.db_path):
-            log.info("vector snapshot rewritten in %.2fs", time.perf_counter() - started)
-    except Exception as exc:  # only a cache
-        log.warning("could not rewrite the vector snapshot: %s", exc)

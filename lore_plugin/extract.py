@@ -289,3 +289,13 @@ def extract_knowledge(llm: LLM, conversation_text: str, existing_topics: list[st
         system=system, prompt=prompt, tool=RECORD_KNOWLEDGE_TOOL, max_tokens=EXTRACTION_MAX_TOKENS
     )
     return parse_extraction(data)
+
+
+def strongest_basis(facts: list[Fact]) -> str:
+    """A topic or concept is as well founded as the best fact under it: one thing the user
+    said makes it stated; a branch of nothing but guesses stays inferred."""
+    bases = {f.basis for f in facts} | {d.basis for f in facts for d in f.details}
+    for basis in ("stated", "observed"):
+        if basis in bases:
+            return basis
+    return "inferred" if bases else "observed"

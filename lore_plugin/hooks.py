@@ -1,6 +1,6 @@
 """Claude Code hook entry points: parse stdin, decide, detach, return.
 
-    python -m lore_plugin.hooks session-start|stop|session-end  < payload.json
+    python -m lore_plugin.hooks session-start|user-prompt|stop|session-end  < payload.json
 
 Imports nothing heavy (no anthropic, mcp, fastembed or numpy): Stop runs after every turn,
 so its time is the user's. Slow work goes to a double-forked worker whose stdio is not
@@ -192,6 +192,27 @@ def _may_read(values: dict, cwd: str | None) -> bool:
     return not project_ignored_values(cwd, values.get("ignore_projects", ()))
 
 
+def prompt_output(raw: bytes, env: dict[str, str]) -> str | None:
+    """UserPromptSubmit: strongly matching memory as additionalContext, or nothing. Like Stop
+    it runs before every turn, so it reads plain config values, not the Settings."""
+    from .configfile import read_values
+
+    data, session = _payload(raw)
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None
+    values, _ = read_values(env)
+    if not values.get("recall_on_prompt", True):
+        return None
+    from .prompt_hook import prompt_context
+
+    context = prompt_context(prompt, session, values["home"], values["db_path"])
+    if not context:
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                              "additionalContext": context}})
+
+
 def on_session_end(event: HookEvent, settings: Settings) -> None:
     from .controls import off_reason, project_ignored
 
@@ -272,6 +293,12 @@ def main(argv: list[str] | None = None) -> int:
             if due is not None:
                 values, args = due
                 start_job(values["home"], values.get("max_workers", 2), *args)
+            return 0
+        if name == "user-prompt":
+            output = prompt_output(raw, dict(os.environ))
+            if output:
+                sys.stdout.write(output)
+                sys.stdout.flush()
             return 0
         from .config import load_settings
 

@@ -9,29 +9,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import relevance as rel
 from .batches import MAX_PROMPT_CHARS, read_batch
 from .config import Settings
 from .embedding import Embedder, to_blob
 from .errors import BudgetExceeded, LLMError
-from .extract import Extraction, extract_knowledge, worth_extracting
+from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
 from .patterns import failure_rows
 from .store import HISTORY_KEY, Store
-from .transcript import Delta, project_key
+from .storing import near_duplicate
+from .transcript import Delta, delta_time, project_key
 from .types import NewFragment, ScoredFragment
 from .usefulness import Recall, apply_recall_use, recalls_in
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from .extract import Fact
 
 log = logging.getLogger(__name__)
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
@@ -64,16 +60,7 @@ class _Planned:
     parent_summary: str | None = None
     fid: str | None = None
     vector: Any = None
-
-
-def _timestamp(delta: Delta, fallback: float) -> float:
-    for turn in reversed(delta.turns):
-        if turn.timestamp:
-            try:
-                return datetime.fromisoformat(turn.timestamp.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                continue
-    return fallback
+    duplicate_of: str | None = None  # an existing fragment it repeats: not inserted
 
 
 class Ingestor:
@@ -174,7 +161,7 @@ class Ingestor:
     def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
               session_id: str | None, recalls: Sequence[Recall] = ()) -> tuple[int, int, int]:
         store = memory.writer
-        when = _timestamp(delta, self.clock())
+        when = delta_time(delta, self.clock())
         meta = {"transcript": key.removeprefix(HISTORY_KEY),
                 "offsets": [delta.start_offset, delta.end_offset]}
         planned: list[_Planned] = []
@@ -224,6 +211,7 @@ class Ingestor:
                              fact.summary, basis=detail.basis)
         corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
         self._embed(planned)
+        self._near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
@@ -235,6 +223,8 @@ class Ingestor:
         supersessions = links = 0
         with store.write():
             for item in planned:
+                if item.duplicate_of:
+                    continue
                 parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
                 item.fid = store.insert(item.new, now, None if item.vector is None
                                         else to_blob(item.vector), parent)
@@ -270,7 +260,26 @@ class Ingestor:
             apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
-        return sum(1 for p in planned if p.new.summary), supersessions, links
+        return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
+
+    @staticmethod
+    def _near_duplicates(memory: Memory, planned: list[_Planned], confirmed: list[str]) -> None:
+        """A planned fragment that repeats a live sibling under its existing parent (the same
+        check as store_memory's, storing.near_duplicate) is not added: the sibling is
+        reinforced, confirmed when the user stated it again, and takes the planned children."""
+        found: dict[int, str] = {}
+        for item in planned:  # parents come before their children
+            if item.parent_key is not None and item.parent_key in found:
+                item.parent_id = found[item.parent_key]
+                item.parent_key = None
+            if item.parent_key is None and item.parent_id and item.new.depth > 0:
+                same = near_duplicate(memory, item.new.summary, item.new.content, item.vector,
+                                      item.parent_id, item.new.depth)
+                if same:
+                    item.duplicate_of = found[item.key] = same
+                    if item.new.basis == "stated":
+                        confirmed.append(same)
+        memory.reinforce(list(dict.fromkeys(found.values())))
 
     @staticmethod
     def _topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
@@ -384,12 +393,3 @@ class Ingestor:
         for item, vector in zip(planned, vectors):
             item.vector = vector
 
-
-def strongest_basis(facts: list[Fact]) -> str:
-    """A topic or concept is as well founded as the best fact under it: one thing the user
-    said makes it stated; a branch of nothing but guesses stays inferred."""
-    bases = {f.basis for f in facts} | {d.basis for f in facts for d in f.details}
-    for basis in ("stated", "observed"):
-        if basis in bases:
-            return basis
-    return "inferred" if bases else "observed"

@@ -28,6 +28,7 @@ from .lines import (
     clean_text,
     count_turns_fast,
 )
+from .project import project_key
 from .types import Turn
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["BASE64_MARKER", "MAX_LINE_BYTES", "Delta", "clean_text", "count_turns_fast",
-           "project_key", "read_delta", "render_turns", "subagent_paths"]
+           "delta_time", "project_key", "read_delta", "render_turns", "subagent_paths"]
 
 # Chunk size used when a single line is longer than max_bytes and must still be consumed whole.
 _READ_CHUNK = 1024 * 1024
@@ -198,6 +199,19 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
 # --- small helpers for callers ---------------------------------------------------------------
 
 
+def delta_time(delta: Delta, fallback: float) -> float:
+    """When the conversation of a delta happened: its last turn's timestamp (unix seconds)."""
+    from datetime import datetime
+
+    for turn in reversed(delta.turns):
+        if turn.timestamp:
+            try:
+                return datetime.fromisoformat(turn.timestamp.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return fallback
+
+
 def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:
     """Subagent transcripts of a session: <dir>/<session-id>/subagents/agent-*.jsonl, sorted."""
     main = Path(transcript_path)
@@ -205,12 +219,6 @@ def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file())
-
-
-def project_key(cwd: str) -> str:
-    """A stable project identifier: the absolute, symlink-resolved path, no trailing slash."""
-    resolved = os.path.realpath(os.path.expanduser(cwd))
-    return resolved.rstrip("/") or "/"
 
 
 def _label(turn: Turn) -> str:

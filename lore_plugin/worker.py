@@ -147,7 +147,7 @@ class Worker:
         except LLMUnavailable as exc:  # consolidation's other phases need no LLM: go on
             log.warning("sweep: %s; unread transcripts wait, nothing is lost", exc)
         self.close()  # consolidation opens its own; the ingestor's index would sit idle
-        from .consolidate import run_if_overdue
+        from .consolidate_run import run_if_overdue
 
         run_if_overdue(self.settings, self.clock)
         return totals
@@ -179,7 +179,7 @@ def run_job(worker: Worker, settings: Settings, args: argparse.Namespace) -> int
         elif args.job == "sweep":
             result = worker.sweep(args.projects or claude_projects_dir())
         else:
-            from .consolidate import run_if_overdue
+            from .consolidate_run import run_if_overdue
 
             result = {"ran": int(run_if_overdue(settings, time.time, force=True) is not None)}
         log.info("%s done in %.2fs: %s", args.job, time.monotonic() - started, result)

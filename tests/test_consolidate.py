@@ -19,7 +19,8 @@ from lore_plugin import consolidate as cons
 from lore_plugin import relevance as rel
 from lore_plugin.cli import main as cli_main
 from lore_plugin.config import Settings
-from lore_plugin.consolidate import consolidate, is_overdue, run_if_overdue
+from lore_plugin.consolidate import consolidate
+from lore_plugin.consolidate_run import is_overdue, run_if_overdue
 from lore_plugin.embedding import from_blob, to_blob
 from lore_plugin.errors import BudgetExceeded, LLMError, LLMUnavailable
 from lore_plugin.llm import FakeLLM

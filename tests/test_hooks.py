@@ -162,7 +162,7 @@ def test_the_brief_can_be_turned_off_in_config(tmp_path, env, isolated_home):
 @pytest.mark.parametrize("garbage", [b"", b"not json", b"[1,2]", b'{"transcript_path": 7}',
                                      bytes(range(256))])
 def test_garbage_on_stdin_never_fails_the_session(garbage, env):
-    for name in ("stop", "session-end", "session-start"):
+    for name in ("stop", "session-end", "session-start", "user-prompt"):
         proc, took = run_hook(name, garbage, env)
         assert proc.returncode == 0 and proc.stderr == b"" and took < 5
 

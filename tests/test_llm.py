@@ -21,16 +21,14 @@ from lore_plugin.config import load_settings
 from lore_plugin.errors import BudgetExceeded, LLMError, LLMUnavailable
 from lore_plugin.extract import RECORD_KNOWLEDGE_TOOL, extract_knowledge, parse_extraction
 from lore_plugin.llm import (
-    DISABLE_MARKER,
     AnthropicLLM,
     BudgetGuard,
-    ClaudeCliLLM,
     FakeLLM,
     GuardedLLM,
     llm_status,
-    parse_cli_output,
     pick_llm,
 )
+from lore_plugin.llm_cli import DISABLE_MARKER, ClaudeCliLLM, parse_cli_output
 from tests.fake_anthropic import (
     FakeAnthropic,
     ScriptedResponder,
