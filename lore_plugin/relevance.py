@@ -85,14 +85,16 @@ def credit_use(state: MemoryState, now: float) -> MemoryState:
     return reinforce(state, now)
 
 
-def penalise_ignored(state: MemoryState, ignored_streak: int) -> MemoryState:
-    """A fragment recall keeps returning and the assistant keeps ignoring: past the grace, the
-    recall's access is taken back and decay speeds up, so it loses relevance over time and
+def penalise_ignored(state: MemoryState, ignored_streak: int, counted: bool = True
+                     ) -> MemoryState:
+    """A fragment recall keeps returning and the assistant keeps ignoring: past the grace,
+    decay speeds up and the recall's access, if it `counted` one (tool answers do, the
+    prompt hook's injection does not), is taken back, so it loses relevance over time and
     stops crowding out better matches."""
     if ignored_streak <= IGNORE_GRACE:
         return state
     rate = min(state.decay_rate * IGNORED_DECAY, max(MAX_DECAY, state.decay_rate))
-    return MemoryState(max(state.access_count - 1, 0), rate, state.last_accessed,
+    return MemoryState(max(state.access_count - int(counted), 0), rate, state.last_accessed,
                        state.last_reinforced)
 
 

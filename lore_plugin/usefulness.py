@@ -56,6 +56,7 @@ class Recall:
     shown: list[str]  # short ids, in the order the answer listed them
     question: str
     after: list[str] = field(default_factory=list)  # what the assistant wrote next
+    counted: bool = True  # the recall reinforced what it returned (tools do; the hook not)
 
 
 def _words(text: str) -> set[str]:
@@ -126,14 +127,15 @@ def _follow(obj: dict[str, Any], found: list[Recall], open_: list[Recall],
     elif kind == "attachment" and isinstance(obj.get("attachment"), dict):
         att = obj["attachment"]
         if att.get("type") == "hook_additional_context" and att.get("hookEvent") == "UserPromptSubmit":
-            _opened(found, open_, "\n".join(_texts(att.get("content"))), request)
+            _opened(found, open_, "\n".join(_texts(att.get("content"))), request, False)
     return request
 
 
-def _opened(found: list[Recall], open_: list[Recall], answer: str, question: str) -> None:
+def _opened(found: list[Recall], open_: list[Recall], answer: str, question: str,
+            counted: bool = True) -> None:
     shown = list(dict.fromkeys(ID_SHOWN.findall(answer)))
     if shown:
-        recall = Recall(shown, question)
+        recall = Recall(shown, question, counted=counted)
         found.append(recall)
         open_.append(recall)
 
@@ -192,7 +194,7 @@ def _apply(store: Store, recalls: list[Recall], now: float) -> int:
             if fid in used_ids:
                 state = rel.credit_use(state, now)
             else:
-                state = rel.penalise_ignored(state, store.recall_use(fid)[2])
+                state = rel.penalise_ignored(state, store.recall_use(fid)[2], recall.counted)
             states[fid] = (state, rel.relevance(f.importance, state.access_count,
                                                 state.decay_rate, state.last_reinforced, now))
         store.save_memory_states(states)

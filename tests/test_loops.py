@@ -320,6 +320,11 @@ def test_recalls_in_a_real_claude_code_transcript_are_judged(tmp_path, settings,
     finally:
         memory.close()
     path = fixture_with_lore_recall(tmp_path, via, answer, "Your favourite colour is teal.")
+    from lore_plugin.usefulness import recalls_in
+
+    (recall,) = recalls_in(path, 0, path.stat().st_size)
+    assert recall.shown == [teal.id[:12], helix.id[:12]]
+    assert recall.counted is (via == "tool")  # the prompt hook's injection reinforces nothing
     assert ingestor.ingest(path).failed is None
     assert state(settings, teal.id)[1] == (1, 1, 0)
     assert state(settings, helix.id)[1] == (1, 0, 1)
@@ -357,6 +362,19 @@ def test_a_slice_not_worth_extracting_still_has_its_recalls_judged(tmp_path, set
     assert state(settings, used)[1] == (1, 1, 0) and state(settings, ignored)[1] == (1, 0, 1)
     assert ingestor.ingest(writer.path).batches == 0
     assert state(settings, used)[1] == (1, 1, 0)  # judged once
+
+
+def test_an_ignored_injection_never_takes_back_an_access_it_did_not_give():
+    from lore_plugin import relevance as rel
+
+    state = rel.MemoryState(1, 0.03, 0.0, 0.0)
+    assert rel.penalise_ignored(state, rel.IGNORE_GRACE) == state  # within the grace
+    tool = rel.penalise_ignored(state, rel.IGNORE_GRACE + 1)
+    hook = rel.penalise_ignored(state, rel.IGNORE_GRACE + 1, counted=False)
+    assert (tool.access_count, hook.access_count) == (0, 1)
+    assert tool.decay_rate == hook.decay_rate == pytest.approx(0.03 * rel.IGNORED_DECAY)
+    fast = rel.MemoryState(1, 0.19, 0.0, 0.0)
+    assert rel.penalise_ignored(fast, 9).decay_rate == rel.MAX_DECAY  # capped
 
 
 def test_without_vectors_the_kind_alone_decides_and_sessions_are_counted_once():
