@@ -389,3 +389,34 @@ def test_without_vectors_the_kind_alone_decides_and_sessions_are_counted_once():
     assert find_patterns(records) == [("TimeoutException", "broke 4", "raise the timeout", 3,
                                        1.0, 4.0, ["/p", "/q"])]
     assert find_patterns(records[:3]) == []  # two distinct sessions only
+
+
+def test_the_session_start_hook_shows_the_pattern_in_its_projects_only(
+        tmp_path, settings, ingestor, model, clock, isolated_home):
+    import json
+    import subprocess
+
+    from tests.conftest import PYTHON, python_env
+
+    for n, (failure, cwd) in enumerate(zip(IMPORT_FAILURES, (PROJECT_A, PROJECT_A, PROJECT_B))):
+        session_with_failure(tmp_path, ingestor, model, n, cwd, failure)
+    store = Store(settings.db_path)
+    try:
+        assert consolidate(settings, store, clock)["patterns"] == 1
+    finally:
+        store.close()
+    env = python_env(LORE_HOME=str(isolated_home), LORE_DB_PATH=str(settings.db_path),
+                     HOME=str(tmp_path / "home"))
+    briefs = {}
+    for cwd in (PROJECT_B, PROJECT_C):
+        hook_input = {"session_id": "11111111-2222-4333-8444-555555555555", "cwd": cwd,
+                      "transcript_path": str(tmp_path / "home/.claude/projects/x/t.jsonl"),
+                      "hook_event_name": "SessionStart", "source": "startup"}
+        proc = subprocess.run([PYTHON, "-m", "lore_plugin.hooks", "session-start"],
+                              input=json.dumps(hook_input).encode(), env=env,
+                              capture_output=True, timeout=60)
+        assert proc.returncode == 0
+        out = json.loads(proc.stdout or b"{}").get("hookSpecificOutput", {})
+        briefs[cwd] = out.get("additionalContext", "")
+    assert f"what fixed it: {IMPORT_FIX}" in briefs[PROJECT_B]
+    assert "recurring" not in briefs[PROJECT_C]
