@@ -25,10 +25,12 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
                   ) -> str | None:
     """The brief; `notes` (said once, like unread history) always fit in it."""
     from .memory import Memory
+    from .patterns import brief_lines
     from .project import project_key
     from .status import problems
 
     topics = []
+    recurring: list[str] = []
     total = here = 0
     project = project_key(cwd) if cwd else None
     warnings: list[str] = []
@@ -39,6 +41,7 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             topics = [t for t in memory.topics(limit=TOPICS * 3)
                       if trusted_for_brief(t.fragment)][:TOPICS]
             total, here = memory.reader.topic_totals(project)
+            recurring = brief_lines(memory.reader, project)
             warnings = problems(settings, memory.reader)  # on the connection already open
         finally:
             memory.close()
@@ -46,7 +49,7 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
         warnings = problems(settings)
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     tail += [clip(note, 400) for note in notes or []]
-    if not topics:
+    if not topics and not recurring:
         return "\n".join(tail) or None
     head = (f"Lore long-term memory: {plural(total, 'topic')}"
             + (f" ({here} from this project)" if here else "") + ". Top topics:")
@@ -54,6 +57,18 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     body: list[str] = []
     frame = len(recalled("", RECALLED_NOTICE))
     budget = LIMIT - frame - len(head) - sum(len(x) + 1 for x in tail) - 1
+    # Failures met again and again in this project, and what fixed them: their room is set
+    # aside before the topics fill the rest, as they are few and the most actionable (at most
+    # half of it).
+    room = budget // 2
+    shown = []
+    for line in ["Recurring in this project:", *recurring] if recurring else []:
+        if len(line) + 1 > room:
+            break
+        shown.append(line)
+        room -= len(line) + 1
+    shown = shown if len(shown) > 1 else []
+    budget -= sum(len(x) + 1 for x in shown)
     for t in topics:
         line = (f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} "
                 f"({plural(t.fragment_count, 'fragment')}, from: {source_label(t.fragment)})")
@@ -61,4 +76,5 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             break
         body.append(line)
         budget -= len(line) + 1
+    body += shown
     return "\n".join([recalled("\n".join([head, *body])), *tail])[:LIMIT]

@@ -12,6 +12,7 @@
   cycle keep their full weight
 6 true forgetting in the two tiers of relevance.forgettable; children move to the grandparent
   first, and topics are never forgotten
+7 recurring failures: the rule of three over the failures extraction recorded (patterns.py)
 
 Every write is a short transaction of its own (one merge, one batch of forgetting), so a run
 killed at any point leaves a consistent graph and the next run simply carries on. A dry run
@@ -349,6 +350,11 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
                llm_missing)
     phase_decay(run)
     phase_forget(run, table)
+    from .patterns import consolidate_patterns  # the rule of three (issue 17)
+
+    t = time.perf_counter()
+    run.report["patterns"] = run.phase("patterns", t, **consolidate_patterns(store, dry_run))[
+        "patterns"]
     run.report["duration_s"] = round(time.perf_counter() - started, 3)
     if not dry_run:
         store.record_consolidation(started_at, clock(), False, run.report)

@@ -116,7 +116,8 @@ def _refresh_vector_snapshot(settings: Settings) -> None:
 COUNTS = (("relevance_updated", "relevance"), ("topics_merged", "merged"),
           ("topic_links", "topic links"), ("concept_links", "concept links"),
           ("resummarised", "re-summarised"), ("contradictions", "superseded"),
-          ("edges_pruned", "edges pruned"), ("forgotten", "forgotten"))
+          ("edges_pruned", "edges pruned"), ("forgotten", "forgotten"),
+          ("patterns", "recurring failures"))
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -164,4 +165,6 @@ def describe(report: dict[str, Any]) -> list[str]:
     f = p["forget"]
     add("forget", f"{f['forgotten']} fragments {verb('would be forgotten', 'forgotten')}",
         f["items"])
+    if "patterns" in p:  # reports recorded before issue 17 have none
+        add("patterns", f"{p['patterns']['patterns']} recurring failures", p["patterns"]["items"])
     return lines

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,12 @@ from .errors import BudgetExceeded, LLMError
 from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
+from .patterns import failure_rows
 from .store import HISTORY_KEY, Store
 from .storing import near_duplicate
-from .transcript import Delta, project_key
+from .transcript import Delta, delta_time, project_key
 from .types import NewFragment, ScoredFragment
+from .usefulness import Recall, apply_recall_use, recalls_in
 
 log = logging.getLogger(__name__)
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
@@ -59,16 +61,6 @@ class _Planned:
     fid: str | None = None
     vector: Any = None
     duplicate_of: str | None = None  # an existing fragment it repeats: not inserted
-
-
-def _timestamp(delta: Delta, fallback: float) -> float:
-    for turn in reversed(delta.turns):
-        if turn.timestamp:
-            try:
-                return datetime.fromisoformat(turn.timestamp.replace("Z", "+00:00")).timestamp()
-            except ValueError:
-                continue
-    return fallback
 
 
 class Ingestor:
@@ -132,9 +124,12 @@ class Ingestor:
             if delta.end_offset <= offset:
                 return  # no complete line yet
             memory.project = project_key(delta.cwd) if delta.cwd else memory.project
+            recalls = recalls_in(path, delta.start_offset, delta.end_offset)
             if not text or not worth_extracting(delta.turns):
                 # Only noise, tool traffic or small talk here: nothing is worth a call.
-                store.set_watermark(key, delta.end_offset, self.clock())
+                with store.write():  # what recall returned is judged once, with the watermark
+                    apply_recall_use(store, recalls, self.clock())
+                    store.set_watermark(key, delta.end_offset, self.clock())
                 continue
             if hasattr(self.llm, "project"):  # the token ledger's project column
                 self.llm.project = memory.project
@@ -155,7 +150,8 @@ class Ingestor:
                 log.warning("extraction failed for %s @%d (attempt %d): %s", path, offset, attempts, exc)
                 report.failed = str(exc)
                 return
-            counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id)
+            counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id,
+                                recalls)
             report.batches += 1
             report.fragments += counts[0]
             report.supersessions += counts[1]
@@ -163,9 +159,9 @@ class Ingestor:
 
     # -- turning an extraction into fragments -----------------------------------------
     def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
-              session_id: str | None) -> tuple[int, int, int]:
+              session_id: str | None, recalls: Sequence[Recall] = ()) -> tuple[int, int, int]:
         store = memory.writer
-        when = _timestamp(delta, self.clock())
+        when = delta_time(delta, self.clock())
         meta = {"transcript": key.removeprefix(HISTORY_KEY),
                 "offsets": [delta.start_offset, delta.end_offset]}
         planned: list[_Planned] = []
@@ -220,7 +216,8 @@ class Ingestor:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
             r.target for r in extraction.relationships]
-        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names)
+        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names
+                                + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         now = self.clock()
         supersessions = links = 0
@@ -257,6 +254,10 @@ class Ingestor:
                     links += 1
             if confirmed:
                 store.confirm(confirmed, now)
+            if extraction.failures:  # the rule of three's evidence (patterns.py)
+                store.add_failure_records(failure_rows(extraction.failures, vectors, session_id,
+                                                       memory.project, when))
+            apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
         return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links

@@ -73,6 +73,31 @@ def spread(state: MemoryState, weight: float, now: float) -> MemoryState:
     return MemoryState(state.access_count, state.decay_rate, state.last_accessed, moved)
 
 
+# Implicit usefulness (issue 17): what the assistant did with what recall returned it.
+IGNORE_GRACE = 2  # ignored recalls in a row that cost nothing: a note can be right but unneeded
+IGNORED_DECAY = 1.3  # past the grace, each ignored recall speeds decay by this factor ...
+MAX_DECAY = 0.2  # ... up to this rate per day (relevance halves in under four days)
+
+
+def credit_use(state: MemoryState, now: float) -> MemoryState:
+    """A recalled fragment the assistant then used: a second reinforcement on top of the
+    recall's own, so that what helps outlasts what merely matched."""
+    return reinforce(state, now)
+
+
+def penalise_ignored(state: MemoryState, ignored_streak: int, counted: bool = True
+                     ) -> MemoryState:
+    """A fragment recall keeps returning and the assistant keeps ignoring: past the grace,
+    decay speeds up and the recall's access, if it `counted` one (tool answers do, the
+    prompt hook's injection does not), is taken back, so it loses relevance over time and
+    stops crowding out better matches."""
+    if ignored_streak <= IGNORE_GRACE:
+        return state
+    rate = min(state.decay_rate * IGNORED_DECAY, max(MAX_DECAY, state.decay_rate))
+    return MemoryState(max(state.access_count - int(counted), 0), rate, state.last_accessed,
+                       state.last_reinforced)
+
+
 def blend(match: float, relevance_score: float, relevance_weight: float = 0.15) -> float:
     """Match quality dominates; relevance (0..~1.5) breaks ties and lifts what is used."""
     return match * (1.0 - relevance_weight + relevance_weight * min(relevance_score, 1.5) / 1.5)

@@ -135,6 +135,45 @@ MIGRATIONS: list[str] = [
     INSERT OR REPLACE INTO meta (key, value)
         SELECT 'written_dates_backlog', COALESCE(MAX(rowid), 0) FROM fragments;
     """,
+    # 7 (issue 17): failures extraction met, per session and project, and the
+    # recurring patterns consolidation finds among them (the rule of three); and per fragment,
+    # how often recall returned it and how often the assistant then used it (recall_use)
+    """
+    CREATE TABLE failures (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT,
+        project TEXT,
+        kind TEXT NOT NULL,
+        kind_key TEXT NOT NULL,
+        what TEXT NOT NULL,
+        fix TEXT,
+        embedding BLOB,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX idx_failures_kind ON failures(kind_key);
+    CREATE TABLE failure_patterns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        what TEXT NOT NULL,
+        fix TEXT,
+        sessions INTEGER NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL
+    );
+    CREATE TABLE failure_pattern_projects (
+        pattern_id INTEGER NOT NULL REFERENCES failure_patterns(id) ON DELETE CASCADE,
+        project TEXT NOT NULL,
+        PRIMARY KEY (pattern_id, project)
+    );
+    CREATE INDEX idx_failure_pattern_projects ON failure_pattern_projects(project);
+    CREATE TABLE recall_use (
+        fragment_id TEXT PRIMARY KEY REFERENCES fragments(id) ON DELETE CASCADE,
+        returned INTEGER NOT NULL DEFAULT 0,
+        used INTEGER NOT NULL DEFAULT 0,
+        ignored_streak INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["BASE64_MARKER", "MAX_LINE_BYTES", "Delta", "clean_text", "count_turns_fast",
-           "project_key", "read_delta", "render_turns", "subagent_paths"]
+           "delta_time", "project_key", "read_delta", "render_turns", "subagent_paths"]
 
 # Chunk size used when a single line is longer than max_bytes and must still be consumed whole.
 _READ_CHUNK = 1024 * 1024
@@ -197,6 +197,19 @@ def read_delta(path: str | os.PathLike[str], offset: int, max_bytes: int | None 
 
 
 # --- small helpers for callers ---------------------------------------------------------------
+
+
+def delta_time(delta: Delta, fallback: float) -> float:
+    """When the conversation of a delta happened: its last turn's timestamp (unix seconds)."""
+    from datetime import datetime
+
+    for turn in reversed(delta.turns):
+        if turn.timestamp:
+            try:
+                return datetime.fromisoformat(turn.timestamp.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                continue
+    return fallback
 
 
 def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:

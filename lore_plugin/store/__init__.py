@@ -18,7 +18,8 @@ methods in its own module (a mixin), built on `connection.Connection`:
     backup       export and import rows
     decay        consolidation's relevance table and edge decay
     merging      consolidation's topic-merge candidates and the merge itself
-    forgetting   what to forget, and forgetting"""
+    forgetting   what to forget, and forgetting
+    loops        failures and their recurring patterns, recall use (issue 17)"""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from .forgetting import Forgetting
 from .fragments import Fragments
 from .history import HISTORY_KEY, HISTORY_MARK, History
 from .keywords import Keywords
+from .loops import Loops
 from .merging import Merging
 from .rows import FRAGMENT_COLUMNS
 from .terms import Terms
@@ -40,5 +42,5 @@ __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK",
 
 
 class Store(Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping, Upkeep, Backup,
-            Decay):
+            Decay, Loops):
     """One connection to the memory database with every storage method (see the modules)."""
