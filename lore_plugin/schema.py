@@ -100,6 +100,20 @@ MIGRATIONS: list[str] = [
     ALTER TABLE fragments ADD COLUMN basis TEXT;
     ALTER TABLE fragments ADD COLUMN confirmed_at REAL;
     """,
+    # 5: the viewer's curation journal (what each edit, correction, move, merge or confirmation
+    # needs to be undone; `undo` is '{}' once it cannot be), and sessions looked up by id
+    """
+    CREATE TABLE curation_journal (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        action TEXT NOT NULL,
+        fragment_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        undo TEXT NOT NULL DEFAULT '{}',
+        undone_at REAL
+    );
+    CREATE INDEX idx_fragments_session ON fragments(source_session, created_at);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

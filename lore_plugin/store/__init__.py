@@ -15,13 +15,15 @@ methods in its own module (a mixin), built on `connection.Connection`:
     backup       export and import rows
     decay        consolidation's relevance table and edge decay
     merging      consolidation's topic-merge candidates and the merge itself
-    forgetting   what to forget, and forgetting"""
+    forgetting   what to forget, and forgetting
+    curation     the viewer's tree pages, activity, and the undo journal of curation"""
 
 from __future__ import annotations
 
 from .backup import Backup
 from .bookkeeping import Bookkeeping
 from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, StoreError, new_id
+from .curation import Curation
 from .decay import Decay
 from .forgetting import Forgetting
 from .fragments import Fragments
@@ -34,5 +36,5 @@ __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "IN_CHUNK", "BusyError", "Stor
            "new_id"]
 
 
-class Store(Merging, Forgetting, Fragments, Keywords, Bookkeeping, Upkeep, Backup, Decay):
+class Store(Curation, Merging, Forgetting, Fragments, Keywords, Bookkeeping, Upkeep, Backup, Decay):
     """One connection to the memory database with every storage method (see the modules)."""

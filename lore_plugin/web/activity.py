@@ -1,0 +1,101 @@
+"""The activity page: what happened lately and what needs a hand. Ingested sessions with the
+fragments each added, parked batches (with a retry button), LLM use, the last consolidation
+report, the problems `lore doctor` finds, and the curation journal with its undo buttons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+
+from ..render import clip
+from .html import e, frag_link, frag_tags, page, post_button, when
+
+SESSIONS = 10
+PER_SESSION = 8
+NO_LEDGER = ("This version of Lore keeps no ledger of LLM calls, so token use and cost are not "
+             "shown; the backend and its hourly cap are:")
+
+
+def gather(v: Any) -> dict[str, Any]:
+    """Runs on the viewer's worker thread: every read the page needs."""
+    from ..consolidate import describe
+    from ..llm import llm_status
+    from ..maintenance import doctor
+
+    store = v.memory.reader
+    sessions = []
+    for sid, count, last in store.recent_sessions(SESSIONS):
+        ids = store.session_fragment_ids(sid, PER_SESSION)
+        frags = store.get_many(ids, with_parent=False)
+        sessions.append((sid, count, last, [frags[i] for i in ids if i in frags]))
+    last = store.last_consolidation()
+    return {
+        "sessions": sessions,
+        "parked": store.failures(parked_only=True),
+        "llm": llm_status(v.settings),
+        "consolidation": (last, describe(last["report"]) if last and "phases" in last["report"]
+                          else []),
+        "doctor": [f for f in doctor(v.settings) if not f.ok],
+        "journal": v.curator.history(50),
+    }
+
+
+def _sessions(rows: list) -> str:
+    if not rows:
+        return '<p class="muted">No session has been ingested yet.</p>'
+    out = []
+    for sid, count, last, frags in rows:
+        items = "".join(f"<li>{frag_link(f)}{frag_tags(f)}</li>" for f in frags)
+        more = f'<li class="muted">… {count - len(frags)} more</li>' if count > len(frags) else ""
+        out.append(f'<details><summary><code>{e(sid)}</code> <span class="tag">{count} '
+                   f'fragments</span> <span class="muted small">last {e(when(last))}</span>'
+                   f'</summary><ul>{items}{more}</ul></details>')
+    return "".join(out)
+
+
+def _parked(rows: list[dict[str, Any]], csrf: str) -> str:
+    if not rows:
+        return '<p class="muted">No parked batches.</p>'
+    body = "".join(
+        f"<tr><td><code>{e(r['file_path'])}</code><br><span class=\"muted small\">bytes "
+        f"{r['start_offset']}–{r['end_offset']}, {r['attempts']} attempts</span></td>"
+        f"<td class=\"small\">{e(clip(r['last_error'], 200))}</td><td>"
+        + post_button("/retry", "Retry", csrf, {"file_path": r["file_path"],
+                                                "start": str(r["start_offset"])})
+        + "</td></tr>" for r in rows)
+    return f'<table id="parked"><tr><th>transcript</th><th>last error</th><th></th></tr>{body}</table>'
+
+
+def _journal(entries: list, csrf: str) -> str:
+    if not entries:
+        return '<p class="muted">No changes made in the viewer yet.</p>'
+    rows = []
+    for x in entries:
+        undo = (post_button(f"/undo/{x.id}", "Undo", csrf) if x.undoable
+                else f'<span class="muted small">{e(x.why_not)}</span>')
+        rows.append(f"<tr><td class=\"small\">{e(when(x.at))}</td><td>{e(x.action)}</td>"
+                    f"<td><a href=\"/fragment/{e(x.fragment_id)}\">{e(x.label)}</a></td>"
+                    f"<td>{undo}</td></tr>")
+    return f'<table id="journal">{"".join(rows)}</table>'
+
+
+async def activity_page(request: Request) -> Response:
+    v = request.app.state.viewer
+    d = await v.run(lambda: gather(v))
+    last, lines = d["consolidation"]
+    consolidation = ('<p class="muted">Memory has never been consolidated.</p>' if last is None
+                     else f'<p>Finished {e(when(last["finished_at"]))}.</p><pre>'
+                          f'{e(chr(10).join(lines) or "no details recorded")}</pre>')
+    problems = ("".join(f"<li><b>{e(f.check)}</b>: {e(f.detail)}</li>" for f in d["doctor"])
+                or "<li class=\"muted\">none: every check passed</li>")
+    body = (f'<h2>Your changes</h2><p class="muted small">Each can be undone until the next '
+            f'consolidation, except forgetting, which erases the text for good.</p>'
+            f'{_journal(d["journal"], v.secrets.csrf)}'
+            f'<h2>Ingested sessions</h2>{_sessions(d["sessions"])}'
+            f'<h2>Parked batches</h2>{_parked(d["parked"], v.secrets.csrf)}'
+            f'<h2>LLM usage</h2><p class="muted">{e(NO_LEDGER)}</p><pre>{e(d["llm"])}</pre>'
+            f'<h2>Last consolidation</h2>{consolidation}'
+            f'<h2>Problems <code>lore doctor</code> reports</h2><ul id="problems">{problems}</ul>')
+    return HTMLResponse(page("Activity", body, flash=v.take_flash()))
