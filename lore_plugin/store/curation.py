@@ -90,21 +90,21 @@ class Curation(Fragments):
                               "confirmed_at = ?", (fid, confirmed_at))
             return bool(self.conn.changes())
 
-    def associative_of(self, fid: str) -> dict[str, float]:
-        """other end → weight of `fid`'s associative edges, whichever way they point."""
-        return {r[0]: r[1] for r in self.conn.execute(
-            "SELECT CASE WHEN source = ? THEN target ELSE source END, weight FROM edges "
-            "WHERE kind = 'associative' AND (source = ? OR target = ?)", (fid, fid, fid))}
+    def associative_of(self, fid: str) -> list[tuple[str, str, float]]:
+        """(source, target, weight) of `fid`'s associative edges, either way round."""
+        return [(r[0], r[1], r[2]) for r in self.conn.execute(
+            "SELECT source, target, weight FROM edges WHERE kind = 'associative' AND "
+            "(source = ? OR target = ?) ORDER BY source, target", (fid, fid))]
 
-    def set_associative(self, fid: str, edges: dict[str, float], now: float) -> None:
-        """Makes `fid`'s associative edges exactly `edges` (other end → weight); ends that no
-        longer exist are skipped."""
+    def set_associative(self, fid: str, edges: Sequence[Sequence[Any]], now: float) -> None:
+        """Makes `fid`'s associative edges exactly `edges` (source, target, weight), as
+        associative_of read them; ends that no longer exist are skipped."""
         with self.write():
             self.conn.execute("DELETE FROM edges WHERE kind = 'associative' AND "
                               "(source = ? OR target = ?)", (fid, fid))
-            for other, weight in edges.items():
-                if other != fid and self.has_live_or_dead(other):
-                    self.link(fid, other, "associative", weight, now)
+            for source, target, weight in edges:
+                if self.has_live_or_dead(source) and self.has_live_or_dead(target):
+                    self.link(source, target, "associative", weight, now)
 
     def has_live_or_dead(self, fid: str) -> bool:
         return self._one("SELECT 1 FROM fragments WHERE id = ?", (fid,)) is not None

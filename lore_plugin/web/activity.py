@@ -4,6 +4,7 @@ report, the problems `lore doctor` finds, and the curation journal with its undo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from starlette.requests import Request
@@ -31,12 +32,15 @@ def gather(v: Any) -> dict[str, Any]:
         frags = store.get_many(ids, with_parent=False)
         sessions.append((sid, count, last, [frags[i] for i in ids if i in frags]))
     last = store.last_consolidation()
+    try:
+        report = describe(last["report"]) if last else []
+    except (KeyError, TypeError, ValueError):  # a report from an older or newer Lore
+        report = [json.dumps(last["report"], indent=1)[:4000]] if last else []
     return {
         "sessions": sessions,
         "parked": store.failures(parked_only=True),
         "llm": llm_status(v.settings),
-        "consolidation": (last, describe(last["report"]) if last and "phases" in last["report"]
-                          else []),
+        "consolidation": (last, report),
         "doctor": [f for f in doctor(v.settings) if not f.ok],
         "journal": v.curator.history(50),
     }
