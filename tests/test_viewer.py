@@ -379,3 +379,40 @@ def test_a_chosen_port_is_used_and_the_server_listens_on_loopback_only(tmp_path)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+# -- /lore:memory inside Claude Code ------------------------------------------------------
+@pytest.mark.slow
+def test_the_memory_command_hands_claude_the_url_of_a_viewer_it_started(tmp_path):
+    """The real Claude Code CLI runs /lore:memory against a fake API: the command's shell
+    line starts a viewer through the launcher, and the model receives its working URL."""
+    from tests.claude_cli import claude_binary, claude_env
+    from tests.conftest import ROOT
+    from tests.fake_anthropic import FakeAnthropic, text_reply
+
+    bodies: list[str] = []
+
+    def model(body: dict) -> object:
+        bodies.append(json.dumps(body.get("messages", [])))
+        return text_reply("Here is your viewer.")
+
+    home, project, lore = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
+    project.mkdir()
+    with FakeAnthropic(model) as api:
+        env = claude_env(home, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="dummy",
+                         LORE_PYTHON=PYTHON, PYTHONPATH=str(ROOT), LORE_HOME=str(lore),
+                         **{k: v for k, v in viewer_env(lore, lore / "memory.db").items()
+                            if k in ("LORE_EMBED_MODEL_DIR", "LORE_NO_DOWNLOAD")})
+        done = subprocess.run([str(claude_binary()), "-p", "/lore:memory", "--plugin-dir",
+                               str(ROOT)], cwd=project, env=env, capture_output=True,
+                              text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    running = json.loads((lore / "ui.json").read_text())
+    try:
+        assert any(f"viewer is at: {running['url']}" in body for body in bodies)
+        parts = urlsplit(running["url"])
+        client = httpx.Client(base_url=f"http://{parts.netloc}", timeout=60)
+        assert client.get(f"/?{parts.query}").status_code == 303
+        assert client.get("/").status_code == 200
+    finally:
+        os.kill(running["pid"], signal.SIGTERM)
