@@ -136,7 +136,7 @@ def test_the_url_token_becomes_an_httponly_strict_cookie_and_leaves_the_address_
     assert page.status_code == 200 and "Billing database" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]
     assert page.headers["cache-control"] == "no-store"
-    assert page.headers["referrer-policy"] == "no-referrer"
+    assert page.headers["referrer-policy"] == "same-origin"
 
 
 def test_cross_site_writes_are_refused_and_change_nothing(viewer):

@@ -38,7 +38,7 @@ def int_param(request: Request, name: str, default: int, low: int, high: int) ->
 
 def node(frag: Fragment, kids: int) -> str:
     """One tree row; a row with children opens to fetch them."""
-    count = f'<span class="tag">{kids} below</span>' if kids else ""
+    count = f'<span class="tag">{kids} {"child" if kids == 1 else "children"}</span>' if kids else ""
     if not kids:
         return f'<div class="leaf">{frag_link(frag)}{frag_tags(frag)}</div>'
     return (f'<details data-src="/children?id={e(frag.id)}"><summary>{frag_link(frag)}{count}'

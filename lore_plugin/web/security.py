@@ -9,7 +9,7 @@ happens to open must not read or change the memory through it.
   the token leaves the address bar and history), then in that cookie.
 - Every write is a POST that carries the run's CSRF token as a form field, and the browser's
   Origin and Sec-Fetch-Site, when sent, must say the request came from this very origin.
-- Answers are never cached, never framed, send no Referer, and may load nothing from
+- Answers are never cached, never framed, send no Referer elsewhere, and may load nothing from
   elsewhere (Content-Security-Policy)."""
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ HEADERS = {
                                "frame-ancestors 'none'; base-uri 'none'",
     "x-content-type-options": "nosniff",
     "x-frame-options": "DENY",
-    "referrer-policy": "no-referrer",
+    # Not no-referrer: under it a browser sends `Origin: null` with a form POST, and the
+    # origin check below could not tell this page's forms from anyone else's.
+    "referrer-policy": "same-origin",
     "cache-control": "no-store",
     "cross-origin-opener-policy": "same-origin",
     "cross-origin-resource-policy": "same-origin",
