@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from urllib.parse import urlsplit
 
 import httpx
