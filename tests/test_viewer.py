@@ -179,6 +179,10 @@ def test_the_tree_lists_topics_with_counts_and_loads_children_on_demand(viewer):
     leaf = client.get(f"/children?id={viewer.ids['pool']}").text
     assert leaf == ""
     assert client.get("/children?id=zz").status_code == 400
+    css = client.get("/static/app.css")
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+    assert "fetch(" in client.get("/static/app.js").text
+    assert client.get("/static/nope.js").status_code == 404
     assert client.get("/?page=-1").status_code == 400
 
 
@@ -339,6 +343,11 @@ def test_the_url_file_is_owner_only_and_lore_ui_url_prints_the_running_viewer(vi
                           env=viewer_env(viewer.home, viewer.db), capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == viewer.url
+    # /lore:memory puts the URL in the transcript: the token never reaches extraction or memory.
+    from lore_plugin.redact import redact
+
+    token = viewer.url.split("token=", 1)[1]
+    assert token not in redact(f"Lore's memory viewer is at: {viewer.url}")
 
 
 def test_lore_ui_url_starts_a_viewer_when_none_runs_and_it_cleans_up_on_sigterm(tmp_path):
