@@ -143,7 +143,9 @@ class Curator:
             self.store.link(parent.id, frag.id, "hierarchical", 1.0, now)
             self.store.journal_add("move", frag.id, f"moved “{clip(frag.summary, 40)}” under "
                                    f"“{clip(parent.summary, 40)}”",
-                                   {"from": frag.parent_id, "mentions": [frag.id]}, now)
+                                   {"from": frag.parent_id,
+                                    "mentions": [frag.id, *filter(None, [frag.parent_id])]},
+                                   now)
         return self.store.get(frag.id)
 
     def merge(self, victim_id: str, survivor_id: str) -> Fragment:

@@ -139,3 +139,14 @@ def test_curation_refuses_superseded_versions_and_empty_text(memory, cur):
         cur.edit(ids["css"], "x", "y")
     with pytest.raises(InvalidInput, match="empty"):
         cur.edit(new.id, "   ", "y")
+
+
+def test_forgetting_a_fragment_an_undo_would_need_makes_that_undo_say_so(memory, cur):
+    ids = tree(memory)
+    cur.move(ids["css"], ids["pg"])
+    cur.forget(ids["react"], with_children=False)  # the place the move would return it to
+    move = next(e for e in cur.history() if e.action == "move")
+    assert not move.undoable and move.why_not == "its details are gone"
+    with pytest.raises(InvalidInput, match="cannot be undone"):
+        cur.undo(move.id)
+    assert memory.writer.parent_id(ids["css"]) == ids["pg"]

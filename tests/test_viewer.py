@@ -25,6 +25,7 @@ from tests.conftest import MODEL_CACHE, PYTHON, python_env
 from tests.test_memory import tree
 
 GETS = ["/", "/children?id={db}", "/search?q=invoices", "/fragment/{pg}", "/activity",
+        "/activity/doctor",
         "/static/app.css", "/static/app.js"]
 POSTS = ["/fragment/{css}/edit", "/fragment/{css}/correct", "/fragment/{css}/forget",
          "/fragment/{css}/move", "/fragment/{css}/confirm", "/merge", "/undo/1", "/retry"]
@@ -250,7 +251,15 @@ def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and
     assert str(transcript) in page and "LLM said no" in page and ">Retry<" in page
     assert "keeps no ledger of LLM calls" in page
     assert "Finished" in page and "consolidated in" in page and "relevance" in page
-    assert 'id="problems"' in page
+    assert "1 transcript batch(es) parked" in page.split('id="problems"')[1]
+    assert 'data-src="/activity/doctor"' in page
+    os.chmod(viewer.db, 0o644)  # a problem `lore doctor` finds
+    try:
+        checks = client.get("/activity/doctor").text
+    finally:
+        os.chmod(viewer.db, 0o600)
+    assert "ok · integrity" in checks and "<b>problem</b> · file modes" in checks
+    assert "lore doctor --fix" in checks
     csrf = viewer.csrf(client)
     retried = client.post("/retry", data={"csrf": csrf, "file_path": str(transcript),
                                           "start": "0"})

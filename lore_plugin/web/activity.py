@@ -23,7 +23,7 @@ def gather(v: Any) -> dict[str, Any]:
     """Runs on the viewer's worker thread: every read the page needs."""
     from ..consolidate import describe
     from ..llm import llm_status
-    from ..maintenance import doctor
+    from ..status import problems
 
     store = v.memory.reader
     sessions = []
@@ -41,7 +41,7 @@ def gather(v: Any) -> dict[str, Any]:
         "parked": store.failures(parked_only=True),
         "llm": llm_status(v.settings),
         "consolidation": (last, report),
-        "doctor": [f for f in doctor(v.settings) if not f.ok],
+        "problems": problems(v.settings, store),
         "journal": v.curator.history(50),
     }
 
@@ -92,8 +92,7 @@ async def activity_page(request: Request) -> Response:
     consolidation = ('<p class="muted">Memory has never been consolidated.</p>' if last is None
                      else f'<p>Finished {e(when(last["finished_at"]))}.</p><pre>'
                           f'{e(chr(10).join(lines) or "no details recorded")}</pre>')
-    problems = ("".join(f"<li><b>{e(f.check)}</b>: {e(f.detail)}</li>" for f in d["doctor"])
-                or "<li class=\"muted\">none: every check passed</li>")
+    problems = "".join(f"<li>{e(p)}</li>" for p in d["problems"])
     body = (f'<h2>Your changes</h2><p class="muted small">Each can be undone until the next '
             f'consolidation, except forgetting, which erases the text for good.</p>'
             f'{_journal(d["journal"], v.secrets.csrf)}'
@@ -101,5 +100,24 @@ async def activity_page(request: Request) -> Response:
             f'<h2>Parked batches</h2>{_parked(d["parked"], v.secrets.csrf)}'
             f'<h2>LLM usage</h2><p class="muted">{e(NO_LEDGER)}</p><pre>{e(d["llm"])}</pre>'
             f'<h2>Last consolidation</h2>{consolidation}'
-            f'<h2>Problems <code>lore doctor</code> reports</h2><ul id="problems">{problems}</ul>')
+            f'<h2>Problems</h2><ul id="problems">{problems}<li><details id="doctor" '
+            f'data-src="/activity/doctor"><summary>Every check <code>lore doctor</code> runs '
+            f'(integrity, FTS, graph, vectors, WAL, file modes, locks): open to run them'
+            f'</summary><div class="kids"><span class="muted">checking…</span></div></details>'
+            f'</li></ul>')
     return HTMLResponse(page("Activity", body, flash=v.take_flash()))
+
+
+async def doctor_checks(request: Request) -> Response:
+    """What `lore doctor` (without --fix) finds; a page of its own because an integrity check
+    of a large database takes seconds."""
+    from ..maintenance import doctor
+
+    v = request.app.state.viewer
+    found = await v.run(lambda: doctor(v.settings))
+    rows = "".join(f'<div class="leaf">{"ok" if f.ok else "<b>problem</b>"} · {e(f.check)}: '
+                   f'{e(f.detail)}</div>' for f in found)
+    broken = [f for f in found if not f.ok]
+    advice = ('<div class="leaf">Run <code>lore doctor --fix</code> to repair what can be '
+              'repaired.</div>' if broken else "")
+    return HTMLResponse(rows + advice)

@@ -29,7 +29,7 @@ from ..curation import Curator
 from ..errors import LoreError, NotFound
 from ..memory import Memory
 from ..private import create_private
-from . import actions, pages
+from . import actions, activity, pages
 from .html import CSS, JS, page
 from .security import Guard, Secrets
 
@@ -93,7 +93,8 @@ def build_app(viewer: Viewer) -> Guard:
         Route("/children", pages.children),
         Route("/search", pages.search),
         Route("/fragment/{fid}", pages.fragment),
-        Route("/activity", pages.activity),
+        Route("/activity", activity.activity_page),
+        Route("/activity/doctor", activity.doctor_checks),
         Route("/static/{name}", static),
         Route("/fragment/{fid}/{action}", actions.fragment_action, methods=["POST"]),
         Route("/merge", actions.merge, methods=["POST"]),

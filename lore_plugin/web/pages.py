@@ -11,7 +11,6 @@ from ..errors import InvalidInput
 from ..memory import MAX_DEPTH
 from ..render import clip, short_id, source_label
 from ..types import Fragment, depth_name
-from .activity import activity_page
 from .html import csrf_field, e, frag_link, frag_tags, page, post_button, when
 
 TOPICS_PER_PAGE = 100
@@ -246,7 +245,3 @@ def curation_forms(f: Fragment, csrf: str) -> str:
                  f'undone; every other change can be undone from '
                  f'<a href="/activity">Activity</a> until the next consolidation.</span></div>')
     return f'<h2>Curate [{e(short_id(f.id))}]</h2><div class="actions">{"".join(forms)}</div>'
-
-
-__all__ = ["activity_page", "children", "fragment", "search", "tree"]
-activity = activity_page
