@@ -10,9 +10,11 @@ requests each page over HTTP on 127.0.0.1. The server-side time is the `Server-T
 the viewer sets (request in → response headers out, HTML built); the round trip seen by the
 client is shown beside it. Pages:
 
-- the topic tree: the first page of topics (100 of N/500, with their child counts) and a later
-  page;
+- the topic tree: the first page of topics (100 of N/500, with their child counts) and the
+  last page;
 - children loaded on demand: a topic's 20 concepts, a concept's ~24 facts;
+- for reference (no budget): one topic's fragment page, and the activity page (without the
+  doctor's checks, which run when their section is opened);
 - search: `--queries` queries of bench_server's mix, through the query_memory engine at depth
   1, and at any depth.
 """
@@ -95,6 +97,7 @@ def main() -> None:
                   file=sys.stderr)
             rows, results = [], {}
             tree = client.get("/").text
+            topics = int(tree.split('<p class="muted">', 1)[1].split(" topics", 1)[0])
             topic = tree.split('data-src="/children?id=', 1)[1].split('"', 1)[0]
             concepts = client.get(f"/children?id={topic}").text
             concept = concepts.split('data-src="/children?id=', 1)[1].split('"', 1)[0]
@@ -102,9 +105,11 @@ def main() -> None:
             rng = random.Random(3)
             cases = {
                 "tree, first page": ["/"],
-                "tree, page 5": ["/?page=5"] if args.size >= 60_000 else ["/"],
+                "tree, last page": [f"/?page={(topics - 1) // 100}"],
                 "children of a topic": [f"/children?id={topic}"],
                 "children of a concept": [f"/children?id={concept}"],
+                "fragment page of a topic": [f"/fragment/{topic}"],
+                "activity page": ["/activity"],
                 "search, depth 1": [f"/search?q={httpx.QueryParams({'q': q})['q']}&depth=1"
                                     for q, _ in asked],
                 "search, any depth": [f"/search?q={httpx.QueryParams({'q': q})['q']}&depth=any"

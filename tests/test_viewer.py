@@ -133,6 +133,11 @@ def test_the_url_token_becomes_an_httponly_strict_cookie_and_leaves_the_address_
     assert first.status_code == 303 and first.headers["location"] == "/"
     cookie = first.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+    import http.client
+
+    raw = http.client.HTTPConnection("127.0.0.1", viewer.port, timeout=60)
+    raw.request("GET", f"//evil.example/x?{urlsplit(viewer.url).query}")
+    assert raw.getresponse().getheader("location") == "/evil.example/x"  # never off-site
     page = client.get("/")
     assert page.status_code == 200 and "Billing database" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.to_thread
@@ -125,12 +126,24 @@ def publish(home: Path, url: str) -> Path:
 
 
 def published(home: Path) -> dict[str, Any] | None:
+    """The running viewer's {url, pid}, or None when the file is missing or stale (its process
+    is gone, or nothing listens on its port: the pid may have been reused)."""
     try:
         data = json.loads((home / URL_FILE).read_text())
-        os.kill(int(data["pid"]), 0)  # still running?
+        os.kill(int(data["pid"]), 0)
+        port = urlsplit(str(data["url"])).port
+        with socket.create_connection(("127.0.0.1", port or 0), timeout=2):
+            pass
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return data if isinstance(data.get("url"), str) else None
+    return data
+
+
+def _owner(url_file: Path) -> int | None:
+    try:
+        return int(json.loads(url_file.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def serve(settings: Settings, memory: Memory, port: int = 0,
@@ -172,6 +185,6 @@ def serve(settings: Settings, memory: Memory, port: int = 0,
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
-        if url_file is not None and (published(settings.home) or {}).get("pid") == os.getpid():
+        if url_file is not None and _owner(url_file) == os.getpid():
             url_file.unlink(missing_ok=True)
         memory.close()

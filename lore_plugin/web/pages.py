@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, NotFound
 from ..memory import MAX_DEPTH
 from ..render import clip, short_id, source_label
 from ..types import Fragment, depth_name
@@ -152,7 +152,7 @@ def _history(store, frag: Fragment) -> list[tuple[str, Fragment]]:  # noqa: ANN0
         seen.add(newer)
         try:
             f = store.get(newer)
-        except LookupError:
+        except NotFound:  # a dangling pointer (lore doctor repairs it) ends the chain
             break
         chain.append(("replaced by", f))
         newer = f.superseded_by

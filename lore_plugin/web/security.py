@@ -87,7 +87,8 @@ class Guard:
         if "token" in query and scope["method"] in SAFE_METHODS:
             # Trade the URL token for the cookie, and drop it from the address bar.
             rest = urlencode({k: v for k, v in query.items() if k != "token"})
-            target = scope["path"] + (f"?{rest}" if rest else "")
+            # One leading slash: "//host/…" would send the browser to another site.
+            target = "/" + scope["path"].lstrip("/") + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303, headers=HEADERS)
             response.set_cookie(COOKIE, self.secrets.token, httponly=True, samesite="strict",
                                 path="/")
