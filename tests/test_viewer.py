@@ -204,6 +204,8 @@ def test_search_ranks_as_query_memory_does_and_shows_match_and_relevance(viewer,
     assert shown == [s.fragment.id for s in expected.fragments]
     assert "match " in page
     assert "relevance " in page and "similarity " in page
+    assert '<option selected>/work/project-a</option>' in client.get(
+        "/search", params={"q": "x", "project": "/work/project-a"}).text
     facts = client.get("/search", params={"q": "ERR_7731", "depth": "any"}).text
     assert viewer.ids["pool"] in facts
     assert client.get("/search", params={"q": "x", "depth": "9"}).status_code == 400

@@ -41,9 +41,12 @@ class Curation(Fragments):
             "SELECT id FROM fragments WHERE superseded_by = ? ORDER BY created_at DESC", (fid,))]
 
     def projects(self, limit: int = 50) -> list[str]:
+        """The distinct projects, hopping along the project index one value at a time: a
+        DISTINCT would read all 100K index entries (10 ms) on every search page."""
         return [r[0] for r in self.conn.execute(
-            "SELECT DISTINCT project FROM fragments WHERE project IS NOT NULL "
-            "ORDER BY project LIMIT ?", (limit,))]
+            "WITH RECURSIVE p(x) AS (SELECT min(project) FROM fragments UNION ALL "
+            "SELECT (SELECT min(project) FROM fragments WHERE project > p.x) FROM p "
+            "WHERE p.x IS NOT NULL) SELECT x FROM p WHERE x IS NOT NULL LIMIT ?", (limit,))]
 
     # -- activity ---------------------------------------------------------------------------
     def recent_sessions(self, limit: int) -> list[tuple[str, int, float]]:
