@@ -13,3 +13,4 @@ $py bench/bench_server.py --json bench/results/server.json
 $py bench/bench_ingest.py --json bench/results/ingest.json
 $py bench/bench_consolidate.py --json bench/results/consolidate.json
 $py bench/bench_recall.py --json bench/results/recall.json "$@"
+$py bench/bench_viewer.py --json bench/results/viewer.json
