@@ -5,6 +5,7 @@
     pages      the topic tree, search and the fragment page (reads)
     activity   sessions, parked batches, LLM use, consolidation, doctor, the undo journal
     actions    the curation writes (POST only), through curation.Curator
-    app        routes, the worker thread, and serve()
+    viewer     what the routes share, and the one-thread-at-a-time rule
+    app        routes, error pages, and serve()
 
 Starlette and uvicorn are imported here only: the hooks and the MCP server never load them."""

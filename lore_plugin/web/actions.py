@@ -15,12 +15,10 @@ from starlette.responses import RedirectResponse, Response
 from ..errors import InvalidInput
 from ..render import short_id
 from .security import check_csrf, forbidden
+from .viewer import viewer_of
 
 ACTIONS = ("edit", "correct", "forget", "move", "confirm")
 
-
-def viewer_of(request: Request):  # noqa: ANN201 - app.Viewer
-    return request.app.state.viewer
 
 
 async def _form(request: Request) -> dict[str, str] | None:

@@ -12,6 +12,7 @@ from starlette.responses import HTMLResponse, Response
 
 from ..render import clip
 from .html import e, frag_link, frag_tags, page, post_button, when
+from .viewer import Viewer, viewer_of
 
 SESSIONS = 10
 PER_SESSION = 8
@@ -19,7 +20,7 @@ NO_LEDGER = ("This version of Lore keeps no ledger of LLM calls, so token use an
              "shown; the backend and its hourly cap are:")
 
 
-def gather(v: Any) -> dict[str, Any]:
+def gather(v: Viewer) -> dict[str, Any]:
     """Runs on the viewer's worker thread: every read the page needs."""
     from ..consolidate import describe
     from ..llm import llm_status
@@ -27,10 +28,10 @@ def gather(v: Any) -> dict[str, Any]:
 
     store = v.memory.reader
     sessions = []
-    for sid, count, last in store.recent_sessions(SESSIONS):
+    for sid, count, latest in store.recent_sessions(SESSIONS):
         ids = store.session_fragment_ids(sid, PER_SESSION)
         frags = store.get_many(ids, with_parent=False)
-        sessions.append((sid, count, last, [frags[i] for i in ids if i in frags]))
+        sessions.append((sid, count, latest, [frags[i] for i in ids if i in frags]))
     last = store.last_consolidation()
     try:
         report = describe(last["report"]) if last else []
@@ -86,7 +87,7 @@ def _journal(entries: list, csrf: str) -> str:
 
 
 async def activity_page(request: Request) -> Response:
-    v = request.app.state.viewer
+    v = viewer_of(request)
     d = await v.run(lambda: gather(v))
     last, lines = d["consolidation"]
     consolidation = ('<p class="muted">Memory has never been consolidated.</p>' if last is None
@@ -113,7 +114,7 @@ async def doctor_checks(request: Request) -> Response:
     of a large database takes seconds."""
     from ..maintenance import doctor
 
-    v = request.app.state.viewer
+    v = viewer_of(request)
     found = await v.run(lambda: doctor(v.settings))
     rows = "".join(f'<div class="leaf">{"ok" if f.ok else "<b>problem</b>"} · {e(f.check)}: '
                    f'{e(f.detail)}</div>' for f in found)

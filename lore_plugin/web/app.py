@@ -1,5 +1,5 @@
-"""The viewer's application and server: routes, the one worker thread every database call goes
-through, and `serve()`, which binds 127.0.0.1 on a free port and publishes the URL.
+"""The viewer's application and server: routes, error pages, and `serve()`, which binds
+127.0.0.1 on a free port and publishes the URL.
 
 Starlette and uvicorn come with the mcp SDK already (it serves MCP over HTTP with them), so
 the viewer adds no dependency; they give a tested HTTP/1.1 parser, form parsing and routing
@@ -13,59 +13,27 @@ import os
 import signal
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from ..config import Settings
-from ..curation import Curator
 from ..errors import LoreError, NotFound
 from ..memory import Memory
 from ..private import create_private
 from . import actions, activity, pages
 from .html import CSS, JS, page
 from .security import Guard, Secrets
+from .viewer import Viewer
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 URL_FILE = "ui.json"  # under LORE_HOME: the running viewer's URL, for `lore ui --url`
-
-
-@dataclass
-class Viewer:
-    """What the routes share: the memory engine, its curator, the run's secrets, and a
-    one-slot message shown on the next page (one user, one browser)."""
-
-    settings: Settings
-    memory: Memory
-    secrets: Secrets
-    curator: Curator = field(init=False)
-    flash: str = ""
-    # One thread at a time touches the engine: its connections are not shared between
-    # threads, and the viewer is one person's tool.
-    limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
-
-    def __post_init__(self) -> None:
-        self.curator = Curator(self.memory)
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(fn, limiter=self.limiter)
-
-    def take_flash(self) -> str:
-        text, self.flash = self.flash, ""
-        return text
-
-
-def viewer_of(request: Request) -> Viewer:
-    return request.app.state.viewer  # type: ignore[no-any-return]
 
 
 async def static(request: Request) -> Response:

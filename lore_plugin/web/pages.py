@@ -12,14 +12,12 @@ from ..memory import MAX_DEPTH
 from ..render import clip, short_id, source_label
 from ..types import Fragment, depth_name
 from .html import csrf_field, e, frag_link, frag_tags, page, post_button, when
+from .viewer import viewer_of
 
 TOPICS_PER_PAGE = 100
 CHILDREN_SHOWN = 200
 SEARCH_LIMIT = 20
 
-
-def viewer_of(request: Request):  # noqa: ANN201 - app.Viewer (app imports this module)
-    return request.app.state.viewer
 
 
 def int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
