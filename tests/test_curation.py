@@ -106,7 +106,8 @@ def test_forgetting_is_final_says_so_and_leaves_no_copy_in_the_journal(memory, c
     assert history[0].why_not == FORGET_NOTE
     assert all(not e.undoable for e in history)  # the edit's before-image went with it
     journal = memory.writer.execute("SELECT label || undo FROM curation_journal")
-    assert not any("ERR_7731 means" in row[0] for row in journal)
+    assert not any("ERR_7731" in row[0] or "pool" in row[0].lower() for row in journal)
+    assert [e.label for e in history if e.action == "edit"] == ["edit (a fragment since forgotten)"]
     assert memory.writer.keyword_search('"ZEBRAQUOTA"', 5) == []
 
 

@@ -141,7 +141,8 @@ class Curation(Fragments):
     def journal_drop_undo(self, before: float | None = None,
                           fragment_ids: Sequence[str] = ()) -> None:
         """Erases what undo kept (old text among it) for entries made before `before` (a
-        consolidation) or about forgotten fragments: forgetting must not leave a copy here."""
+        consolidation), and both that and the label for entries about forgotten fragments:
+        forgetting must not leave a copy of their text here."""
         with self.write():
             if before is not None:
                 self.conn.execute("UPDATE curation_journal SET undo = '{}' WHERE at <= ? "
@@ -149,8 +150,10 @@ class Curation(Fragments):
             for chunk in range(0, len(fragment_ids), 400):
                 part = list(fragment_ids[chunk:chunk + 400])
                 marks = ",".join("?" * len(part))
+                # The label quotes the fragment's text too: it goes with the undo data.
                 self.conn.execute(
-                    f"UPDATE curation_journal SET undo = '{{}}' WHERE fragment_id IN ({marks}) "
+                    f"UPDATE curation_journal SET undo = '{{}}', label = action || "
+                    f"' (a fragment since forgotten)' WHERE fragment_id IN ({marks}) "
                     f"OR id IN (SELECT j.id FROM curation_journal j, json_each(j.undo, "
                     f"'$.mentions') m WHERE m.value IN ({marks}))", (*part, *part))
 
