@@ -65,6 +65,10 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if running:
         print(f"a viewer is already running: {running['url']}")
+        if not args.no_browser:
+            import webbrowser
+
+            webbrowser.open(running["url"])
         return 0
     from .embedding import LocalEmbedder
     from .memory import Memory
