@@ -63,7 +63,12 @@ class Browser:
             time.sleep(0.1)
         caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
             "binary": chromium, "args": [*FLAGS, f"--user-data-dir={profile}"]}}}}
-        self.session = self._call("POST", "/session", caps)["sessionId"]
+        try:
+            self.session = self._call("POST", "/session", caps)["sessionId"]
+        except BaseException:
+            self.driver.kill()  # no session, no browser: the driver must not outlive the test
+            self.driver.wait(timeout=20)
+            raise
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
