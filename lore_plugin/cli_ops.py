@@ -9,6 +9,7 @@ from collections.abc import Callable
 from .config import Settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
+BACKGROUND_IDLE_MINUTES = 120  # a viewer /lore:memory started stops when unused this long
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
@@ -83,7 +84,7 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
             webbrowser.open(url)
 
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"))
-    serve(settings, memory, port=args.port, on_ready=ready)
+    serve(settings, memory, port=args.port, on_ready=ready, idle_minutes=args.idle_minutes)
     return 0
 
 
@@ -99,7 +100,8 @@ def _start_in_background(settings: Settings) -> str:
     with open(settings.log_dir / "ui.out", "ab") as out:
         # A new session, stdio away from the caller's pipes: Claude Code waits for those to
         # close, and the viewer outlives the command that started it.
-        subprocess.Popen([sys.executable, "-m", "lore_plugin.cli", "ui", "--no-browser"],
+        subprocess.Popen([sys.executable, "-m", "lore_plugin.cli", "ui", "--no-browser",
+                          "--idle-minutes", str(BACKGROUND_IDLE_MINUTES)],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                          start_new_session=True, close_fds=True)
     deadline = time.monotonic() + 30
@@ -124,4 +126,7 @@ def add_op_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handler]
     p.add_argument("--no-browser", action="store_true", help="print the URL, open no browser")
     p.add_argument("--url", action="store_true",
                    help="print the running viewer's URL, starting one in the background if needed")
+    p.add_argument("--idle-minutes", type=float, default=0,
+                   help="stop after this long without a request (0: never; a viewer --url "
+                        f"starts stops after {BACKGROUND_IDLE_MINUTES} minutes)")
     commands["ui"] = cmd_ui

@@ -441,3 +441,10 @@ def test_the_memory_command_hands_claude_the_url_of_a_viewer_it_started(tmp_path
         assert client.get("/").status_code == 200
     finally:
         os.kill(running["pid"], signal.SIGTERM)
+
+
+def test_a_viewer_left_unused_stops_by_itself_and_removes_its_url(tmp_path):
+    home, db = tmp_path / "home", tmp_path / "home" / "memory.db"
+    proc, _ = start_viewer(home, db, "--idle-minutes", "0.05")  # three seconds
+    assert proc.wait(timeout=60) == 0
+    assert not (home / "ui.json").exists()

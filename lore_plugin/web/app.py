@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -115,13 +116,16 @@ def _owner(url_file: Path) -> int | None:
 
 
 def serve(settings: Settings, memory: Memory, port: int = 0,
-          on_ready: Callable[[str], None] | None = None) -> None:
-    """Runs until interrupted. `on_ready` gets the URL once the socket listens."""
+          on_ready: Callable[[str], None] | None = None, idle_minutes: float = 0) -> None:
+    """Runs until interrupted, or with `idle_minutes` until no request came for that long (a
+    viewer started in the background by /lore:memory must not run forever). `on_ready` gets
+    the URL once the socket listens."""
     import uvicorn
 
     secrets_ = Secrets(port=port or free_port())
     viewer = Viewer(settings, memory, secrets_)
-    config = uvicorn.Config(build_app(viewer), host="127.0.0.1", port=secrets_.port,
+    guard = build_app(viewer)
+    config = uvicorn.Config(guard, host="127.0.0.1", port=secrets_.port,
                             log_level="warning", access_log=False, lifespan="off",
                             server_header=False, proxy_headers=False)
     server = uvicorn.Server(config)
@@ -140,6 +144,11 @@ def serve(settings: Settings, memory: Memory, port: int = 0,
             tg.start_soon(viewer.run, lambda: memory.search("warm up", limit=1))
             if on_ready is not None:
                 on_ready(secrets_.url())
+            while idle_minutes and not server.should_exit:
+                await anyio.sleep(min(30.0, idle_minutes * 60 / 4))
+                if time.monotonic() - guard.last_request > idle_minutes * 60:
+                    log.info("viewer: idle for %s minutes, stopping", idle_minutes)
+                    server.should_exit = True
 
     def stop(signum: int, frame: Any) -> None:
         raise SystemExit(0)

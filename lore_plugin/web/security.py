@@ -74,11 +74,13 @@ class Guard:
     def __init__(self, app: ASGIApp, secrets_: Secrets) -> None:
         self.app = app
         self.secrets = secrets_
+        self.last_request = time.monotonic()  # of any request, for the idle stop (app.serve)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan events carry no request
             await self.app(scope, receive, send)
             return
+        self.last_request = time.monotonic()
         refused = self.refusal(scope)
         if refused is not None:
             await refused(scope, receive, send)
