@@ -40,6 +40,7 @@ pre { white-space:pre-wrap; background:#f3f5f7; padding:.6rem; border-radius:.3r
 form.inline { display:inline; } .actions form { margin:.6rem 0; padding:.6rem;
               border:1px solid var(--line); border-radius:.3rem; background:#fff; }
 textarea { width:100%; min-height:5rem; font:inherit; } input[type=text] { font:inherit; }
+select { max-width:18rem; }
 button { font:inherit; cursor:pointer; } button.danger { color:var(--warn); }
 .result { margin:.5rem 0; padding:.4rem .6rem; background:#fff; border:1px solid var(--line);
           border-radius:.3rem; }
