@@ -16,6 +16,7 @@ from pathlib import Path
 from . import vector_snapshot
 from .embedding import to_blob
 from .errors import InvalidInput, NotFound
+from .maintenance import scrub_reports
 from .memory import Memory, embedding_text
 from .redact import redact
 from .render import clip, short_id
@@ -101,7 +102,8 @@ class Curator:
 
     def forget(self, fid: str, with_children: bool) -> list[str]:
         """Deletes a fragment, and with `with_children` its whole subtree; otherwise its
-        children move up to its parent (a topic's children have nowhere to go)."""
+        children move up to its parent (a topic's children have nowhere to go). As `lore
+        forget` does, the consolidation reports that quote it lose those items."""
         store = self.store
         frag = store.get(store.resolve_id(fid))
         below = store.descendant_ids(frag.id, include_superseded=True)
@@ -117,10 +119,12 @@ class Curator:
             older = [o for fid in older for o in store.older_versions(fid) if o not in doomed]
         now = self.clock()
         store.secure_delete()
+        summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
         with store.write():
             for victim in doomed[1:] + doomed[:1]:
                 if store.has_live_or_dead(victim):
                     store.delete(victim, now)
+            scrub_reports(store, summaries)  # consolidation reports quote summaries too
             store.journal_drop_undo(fragment_ids=doomed)
             store.journal_add("forget", frag.id, f"forgot {len(doomed)} fragment(s) "
                               f"[{short_id(frag.id)}]", {}, now)

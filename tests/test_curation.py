@@ -151,3 +151,22 @@ def test_forgetting_a_fragment_an_undo_would_need_makes_that_undo_say_so(memory,
     with pytest.raises(InvalidInput, match="cannot be undone"):
         cur.undo(move.id)
     assert memory.writer.parent_id(ids["css"]) == ids["pg"]
+
+
+def test_forgetting_in_the_viewer_scrubs_consolidation_reports_as_lore_forget_does(
+        memory, cur, clock, tmp_path):
+    import json
+
+    from lore_plugin.config import Settings
+    from lore_plugin.consolidate import consolidate
+    from lore_plugin.maintenance import FORGOTTEN
+
+    ids = tree(memory)
+    settings = Settings(db_path=memory.db_path, home=tmp_path / "home",
+                        similarity_threshold=0.05, merge_threshold=0.99,
+                        concept_link_threshold=0.05)
+    consolidate(settings, memory.writer, clock)
+    assert "'PostgreSQL for invoices' <->" in json.dumps(memory.writer.last_consolidation())
+    cur.forget(ids["pg"], with_children=False)
+    after = json.dumps(memory.writer.last_consolidation()["report"])
+    assert "PostgreSQL for invoices" not in after and FORGOTTEN in after
