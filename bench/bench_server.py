@@ -242,7 +242,7 @@ async def in_process(db: Path, embedder: LocalEmbedder, n: int) -> dict[str, flo
 
 def query_stages(memory: Memory, texts: list[str]) -> dict[str, float]:
     """Medians of the three expensive steps of one query, to show where the time goes."""
-    from lore_plugin.search import fts_expression
+    from lore_plugin.terms import fts_expression
 
     embed, vector, keyword = [], [], []
     for text in texts:

@@ -11,6 +11,8 @@ $py bench/bench_hooks.py --json bench/results/hooks.json
 $py bench/bench_model.py --json bench/results/model.json
 $py bench/bench_server.py --json bench/results/server.json
 $py bench/bench_ingest.py --json bench/results/ingest.json
+$py bench/bench_tokens.py --json bench/results/tokens.json
 $py bench/bench_consolidate.py --json bench/results/consolidate.json
 $py bench/bench_recall.py --json bench/results/recall.json "$@"
+$py bench/bench_prompt_recall.py --json bench/results/prompt_recall.json
 $py bench/bench_viewer.py --json bench/results/viewer.json

@@ -21,10 +21,12 @@ def trusted_for_brief(frag: Fragment) -> bool:
     return frag.confirmed_at is not None or (frag.source != "agent" and frag.basis != "inferred")
 
 
-def session_brief(settings: Settings, cwd: str | None) -> str | None:
+def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None = None
+                  ) -> str | None:
+    """The brief; `notes` (said once, like unread history) always fit in it."""
     from .memory import Memory
+    from .project import project_key
     from .status import problems
-    from .transcript import project_key
 
     topics = []
     total = here = 0
@@ -43,6 +45,7 @@ def session_brief(settings: Settings, cwd: str | None) -> str | None:
     else:
         warnings = problems(settings)
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
+    tail += [clip(note, 400) for note in notes or []]
     if not topics:
         return "\n".join(tail) or None
     head = (f"Lore long-term memory: {plural(total, 'topic')}"

@@ -38,9 +38,15 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
             topic_id = memory.store(args.topic, args.topic, depth=0, source="remember").id
             print(f"new topic [{render.short_id(topic_id)}] {args.topic}")
         parent, depth = topic_id, 1
-    frag = memory.store(content, summary, parent_id=parent, depth=depth, source="remember")
+    from .storing import store_knowledge
+
+    stored = store_knowledge(memory, content, summary, parent, depth, source="remember")
+    frag = stored.fragment
+    for made in stored.created:
+        print(f"new {render.depth_name(made.depth)} [{render.short_id(made.id)}] {made.summary}")
     where = f" under [{render.short_id(frag.parent_id)}]" if frag.parent_id else ""
-    print(f"remembered [{render.short_id(frag.id)}] {frag.summary}{where}")
+    verb = "already known, reinforced" if stored.duplicate else "remembered"
+    print(f"{verb} [{render.short_id(frag.id)}] {frag.summary}{where}")
     return 0
 
 

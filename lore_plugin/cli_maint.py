@@ -36,38 +36,99 @@ def transcripts_under(paths: list[Path]) -> list[Path]:
     return sorted(set(found))
 
 
+def _under(path: Path, roots: list[Path]) -> bool:
+    resolved = path.resolve()
+    return any(resolved == r or r in resolved.parents for r in (x.resolve() for x in roots))
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
 def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    """Backfills the history from before Lore's first run and any unread tails, after an
+    estimate of what it sends to the LLM and a yes from the user."""
+    from .controls import off_reason
+    from .history import claude_projects_dir, estimate, record_if_first_run
     from .store import Store
-    from .worker import Worker, claude_projects_dir
+    from .worker import Worker
 
     roots = args.paths or [claude_projects_dir()]
-    files = transcripts_under(roots)
+    record_if_first_run(settings)
+    worker = Worker(settings)
+    files = [f for f in transcripts_under(roots) if not worker.ignored(f)]
     store = Store(settings.db_path)
     try:
         if args.retry_failed:
             count = store.unpark_all(time.time())
             print(f"retrying {count} failed or parked batch(es)")
         marks = store.watermarks()
+        history = [(Path(p), done, end) for p, end, done in store.history()
+                   if done < end and _under(Path(p), roots)]
+        topics = store.topic_names()
     finally:
         store.close()
+    history = [h for h in history if h[0].exists() and not worker.ignored(h[0])]
     todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0)]
-    print(f"{len(files)} transcripts under {', '.join(map(str, roots))}; "
-          f"{len(files) - len(todo)} already done, {len(todo)} to ingest")
-    worker = Worker(settings)
+    print(f"{len(files)} transcripts under {', '.join(map(str, roots))}: "
+          f"{len(history)} with history from before Lore's first run, {len(todo)} with an "
+          "unread tail")
+    if not history and not todo:
+        print("nothing to ingest")
+        return 0
+    off = off_reason(settings)
+    if off:
+        print(f"lore: extraction is {off}", file=sys.stderr)
+        return 1
+    parts = [*history, *((f, marks.get(str(f), 0), None) for f in todo)]
+    for line in estimate(settings, parts, topics).lines():
+        print(f"  {line}")
+    if not args.yes and not _confirm("Send this to the LLM now?"):
+        print("nothing was sent: run `lore ingest --yes` to go ahead")
+        return 0
     totals = {"batches": 0, "fragments": 0, "supersessions": 0, "failed": 0}
+    jobs: list[tuple[Path, int | None]] = [(p, end) for p, _, end in history]
+    jobs += [(f, None) for f in todo]
     try:
-        for index, path in enumerate(todo):
-            _progress(index, len(todo), path.name)
-            result = worker.ingest(path, retry_parked=args.retry_failed, ignore_backoff=True)
+        for index, (path, end) in enumerate(jobs):
+            _progress(index, len(jobs), path.name)
+            if end is None:
+                result = worker.ingest(path, retry_parked=args.retry_failed, ignore_backoff=True)
+            else:
+                result = worker.ingest_history(path, end)
             for key in totals:
                 totals[key] += result[key]
     finally:
         worker.close()
-    _progress(len(todo), len(todo), "done")
+    _progress(len(jobs), len(jobs), "done")
     print(f"ingested {totals['batches']} batches: {totals['fragments']} fragments, "
           f"{totals['supersessions']} corrections; {totals['failed']} transcript(s) failed"
           + (" (see `lore status`)" if totals["failed"] else ""))
     return 1 if totals["failed"] else 0
+
+
+def cmd_pause(args: argparse.Namespace, settings: Settings) -> int:
+    from .controls import pause
+
+    done = pause(str(settings.home))
+    print("extraction paused: no transcript is read and no LLM call made until `lore resume`"
+          if done else "extraction was paused already; `lore resume` starts it again")
+    return 0
+
+
+def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
+    from .controls import off_reason, resume
+
+    done = resume(str(settings.home))
+    still = off_reason(settings)
+    print(("extraction resumed" if done else "extraction was not paused")
+          + (f"; but it is still {still}" if still else ""))
+    return 0
 
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
@@ -156,6 +217,9 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p = sub.add_parser("ingest", help="backfill transcripts (default ~/.claude/projects)")
     p.add_argument("paths", nargs="*", type=Path)
     p.add_argument("--retry-failed", action="store_true", help="retry parked batches too")
+    p.add_argument("--yes", action="store_true", help="skip the question after the estimate")
+    sub.add_parser("pause", help="stop reading transcripts and calling the LLM")
+    sub.add_parser("resume", help="undo `lore pause`")
     p = sub.add_parser("doctor", help="check the database and repair with --fix")
     p.add_argument("--fix", action="store_true")
     p = sub.add_parser("export", help="write a JSON Lines backup, or a Markdown mirror")
@@ -169,5 +233,5 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p.add_argument("id")
     p.add_argument("--cascade", action="store_true")
     sub.add_parser("prepare", help="build the local embedding model now (installing does it)")
-    commands.update(ingest=cmd_ingest, doctor=cmd_doctor, export=cmd_export,
-                    forget=cmd_forget, prepare=cmd_prepare, **{"import": cmd_import})
+    commands.update(ingest=cmd_ingest, pause=cmd_pause, resume=cmd_resume, doctor=cmd_doctor,
+                    export=cmd_export, forget=cmd_forget, prepare=cmd_prepare, **{"import": cmd_import})

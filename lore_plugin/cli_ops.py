@@ -22,7 +22,8 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
-    from .consolidate import consolidate, describe, is_overdue, last_consolidated, run_if_overdue
+    from .consolidate import consolidate
+    from .consolidate_run import describe, is_overdue, last_consolidated, run_if_overdue
     from .errors import LoreError
     from .locks import consolidation_lock
 

@@ -30,10 +30,16 @@ class Settings:
     edge_prune_below: float = 0.15
     prune_age_days: float = 30.0
     session_brief: bool = True
+    recall_on_prompt: bool = True  # UserPromptSubmit adds strongly matching memory
     stale_tail_secs: float = 300.0
     retry_backoff_secs: float = 60.0  # doubles after each failed attempt
     park_after: int = 5  # failed attempts before a batch is parked for `lore ingest --retry-failed`
     batch_bytes: int = 512 * 1024  # transcript bytes read per extraction call
+    # Cost controls (issue 15). About 150 extraction calls of a busy day fit the default.
+    max_tokens_per_day: int = 2_000_000
+    ingestion_enabled: bool = True
+    ignore_projects: tuple[str, ...] = ()  # paths or globs of projects never read
+    max_workers: int = 2  # detached workers alive at once, machine-wide (per Lore home)
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 PATH = "path"  # a value kind: a string with ~ expanded
+LIST = "list"  # a value kind: a list of strings, each with ~ expanded
 
 # config.toml section/key -> Settings field, with the type it must have.
 _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
@@ -27,6 +28,10 @@ _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
     ("ingestion", "park_after"): ("park_after", int),
     ("ingestion", "batch_bytes"): ("batch_bytes", int),
     ("ingestion", "stale_tail_secs"): ("stale_tail_secs", float),
+    ("ingestion", "max_tokens_per_day"): ("max_tokens_per_day", int),
+    ("ingestion", "enabled"): ("ingestion_enabled", bool),
+    ("ingestion", "ignore_projects"): ("ignore_projects", LIST),
+    ("ingestion", "max_workers"): ("max_workers", int),
     ("consolidation", "interval_secs"): ("consolidation_interval_secs", float),
     ("consolidation", "similarity_threshold"): ("similarity_threshold", float),
     ("consolidation", "merge_threshold"): ("merge_threshold", float),
@@ -37,6 +42,7 @@ _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
     ("database", "path"): ("db_path", PATH),
     ("claude", "api_key_env"): ("api_key_env", str),
     ("brief", "enabled"): ("session_brief", bool),
+    ("recall", "on_prompt"): ("recall_on_prompt", bool),
 }
 
 
@@ -89,6 +95,10 @@ def _coerce(value: Any, kind: Any) -> Any:
         raise ValueError("expected true or false")
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    if kind is LIST:
+        if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            return tuple(os.path.expanduser(v) for v in value)
+        raise ValueError("expected a list of paths")
     if kind is PATH:
         if isinstance(value, str) and value:
             return os.path.expanduser(value)

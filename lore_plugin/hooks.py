@@ -1,6 +1,6 @@
 """Claude Code hook entry points: parse stdin, decide, detach, return.
 
-    python -m lore_plugin.hooks session-start|stop|session-end  < payload.json
+    python -m lore_plugin.hooks session-start|user-prompt|stop|session-end  < payload.json
 
 Imports nothing heavy (no anthropic, mcp, fastembed or numpy): Stop runs after every turn,
 so its time is the user's. Slow work goes to a double-forked worker whose stdio is not
@@ -94,9 +94,25 @@ def _log_note(log_dir: Path, name: str, message: str) -> None:
         pass
 
 
-def spawn_worker(log_dir: Path, *args: str) -> None:
+def start_job(home: str, max_workers: int, *args: str) -> None:
+    """Queues the job, and starts a worker for it when one of the max_workers slots is free;
+    otherwise a running worker takes it (jobs.py)."""
+    from .jobs import enqueue, try_slot
+
+    enqueue(home, list(args))
+    slot = try_slot(os.path.join(home, "locks"), max_workers)
+    if slot is None:
+        return
+    try:
+        spawn_worker(Path(home) / "logs", "drain", "--slot-fd", str(slot), keep_fd=slot)
+    finally:
+        os.close(slot)  # the worker holds its own copy of the locked file now
+
+
+def spawn_worker(log_dir: Path, *args: str, keep_fd: int | None = None) -> None:
     """Starts `python -m lore_plugin.worker ARGS` fully detached: double fork + setsid, so it
-    survives Claude Code killing the hook's process tree, with stdio on /dev/null and a log."""
+    survives Claude Code killing the hook's process tree, with stdio on /dev/null and a log.
+    keep_fd (a worker slot's lock) is the one other descriptor the worker inherits."""
     cmd = [sys.executable, "-m", "lore_plugin.worker", *args]
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / "worker.out"
@@ -104,6 +120,8 @@ def spawn_worker(log_dir: Path, *args: str) -> None:
         import subprocess
 
         flags = subprocess.DETACHED_PROCESS | subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
+        if keep_fd is not None:  # no descriptor passing here: the worker takes a slot itself
+            cmd = [a for a in cmd if a not in ("--slot-fd", str(keep_fd))]
         with open(log_path, "ab") as log_file:
             subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=log_file,
                              creationflags=flags, close_fds=True)
@@ -118,7 +136,12 @@ def spawn_worker(log_dir: Path, *args: str) -> None:
                 os.dup2(null, 0)
                 os.dup2(out, 1)
                 os.dup2(out, 2)
-                os.closerange(3, 1024)
+                if keep_fd is None:
+                    os.closerange(3, 1024)
+                else:
+                    os.closerange(3, keep_fd)
+                    os.closerange(keep_fd + 1, 1024)
+                    os.set_inheritable(keep_fd, True)
                 os.execv(sys.executable, cmd)
         finally:
             os._exit(0)
@@ -137,9 +160,9 @@ def _watermark(db_path: str, transcript: str) -> int:
         store.close()
 
 
-def stop_due(raw: bytes, env: dict[str, str]) -> tuple[Path, list[str]] | None:
+def stop_due(raw: bytes, env: dict[str, str]) -> tuple[dict, list[str]] | None:
     """The Stop hook's question: do the transcript's unread complete lines hold a batch?
-    Returns the log folder and the worker's arguments when they do: the Stop path never
+    Returns the config values and the worker's job when they do: the Stop path never
     needs the full settings."""
     from .configfile import read_values
     from .lines import count_turns_fast
@@ -151,31 +174,77 @@ def stop_due(raw: bytes, env: dict[str, str]) -> tuple[Path, list[str]] | None:
         _log_note(Path(values["home"]) / "logs", "stop", problem)
     if not transcript:
         return None
+    cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
+    if not _may_read(values, cwd):
+        return None
     pending = count_turns_fast(transcript, _watermark(values["db_path"], transcript))
     if pending < values.get("batch_size", 20):
         return None
-    return Path(values["home"]) / "logs", ["ingest", transcript, "--session", session]
+    return values, ["ingest", transcript, "--session", session, *(["--cwd", cwd] if cwd else [])]
+
+
+def _may_read(values: dict, cwd: str | None) -> bool:
+    """The user's off switches, asked before anything of the transcript is read."""
+    from .controls import off_reason_values, project_ignored_values
+
+    if off_reason_values(values.get("ingestion_enabled", True), values["home"]):
+        return False
+    return not project_ignored_values(cwd, values.get("ignore_projects", ()))
+
+
+def prompt_output(raw: bytes, env: dict[str, str]) -> str | None:
+    """UserPromptSubmit: strongly matching memory as additionalContext, or nothing. Like Stop
+    it runs before every turn, so it reads plain config values, not the Settings."""
+    from .configfile import read_values
+
+    data, session = _payload(raw)
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        return None
+    values, _ = read_values(env)
+    if not values.get("recall_on_prompt", True):
+        return None
+    from .prompt_hook import prompt_context
+
+    context = prompt_context(prompt, session, values["home"], values["db_path"])
+    if not context:
+        return None
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
+                                              "additionalContext": context}})
 
 
 def on_session_end(event: HookEvent, settings: Settings) -> None:
+    from .controls import off_reason, project_ignored
+
+    if off_reason(settings) or project_ignored(settings, event.cwd):
+        return
     if event.transcript_path and Path(event.transcript_path).exists():
-        spawn_worker(settings.log_dir, "ingest", event.transcript_path, "--session",
-                     event.session_id)
+        start_job(str(settings.home), settings.max_workers, "ingest", event.transcript_path,
+                  "--session", event.session_id, *(["--cwd", event.cwd] if event.cwd else []))
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    from .history import claude_projects_dir, hint_once, record_if_first_run
     from .private import lock_down
 
     lock_down(settings.home, settings.db_path)  # once a session: repair what umask 022 made
-    projects = None
+    projects = claude_projects_dir()
     if event.transcript_path:
-        projects = str(Path(event.transcript_path).parent.parent)  # ~/.claude/projects
-    spawn_worker(settings.log_dir, "sweep", *(["--projects", projects] if projects else []))
+        projects = Path(event.transcript_path).parent.parent  # ~/.claude/projects
+    hint = None
+    try:
+        # Here, before any worker starts: what exists now is history, which no hook reads.
+        # Should this fail, the workers try again before they read anything.
+        record_if_first_run(settings, projects)
+        hint = hint_once(settings) if settings.session_brief else None
+    except Exception as exc:  # noqa: BLE001 - the brief below still says what is wrong
+        _log_failure(settings, "session-start (recording history)", exc)
+    start_job(str(settings.home), settings.max_workers, "sweep", "--projects", str(projects))
     if not settings.session_brief:
         return None
     from .brief import session_brief
 
-    return session_brief(settings, event.cwd)
+    return session_brief(settings, event.cwd, [hint] if hint else [])
 
 
 def run(name: str, raw: bytes, settings: Settings) -> str | None:
@@ -222,8 +291,14 @@ def main(argv: list[str] | None = None) -> int:
         if name == "stop":
             due = stop_due(raw, dict(os.environ))
             if due is not None:
-                log_dir, args = due
-                spawn_worker(log_dir, *args)
+                values, args = due
+                start_job(values["home"], values.get("max_workers", 2), *args)
+            return 0
+        if name == "user-prompt":
+            output = prompt_output(raw, dict(os.environ))
+            if output:
+                sys.stdout.write(output)
+                sys.stdout.flush()
             return 0
         from .config import load_settings
 

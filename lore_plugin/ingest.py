@@ -9,31 +9,29 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import relevance as rel
+from .batches import MAX_PROMPT_CHARS, read_batch
 from .config import Settings
 from .embedding import Embedder, to_blob
-from .errors import LLMError
-from .extract import Extraction, extract_knowledge
+from .errors import BudgetExceeded, LLMError
+from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
 from .llm import LLM
 from .memory import Clock, Memory, embedding_text
-from .redact import redact
-from .store import Store
-from .transcript import Delta, project_key, read_delta, render_turns
-from .types import NewFragment, ScoredFragment, Turn
-
-if TYPE_CHECKING:
-    from .extract import Fact
+from .store import HISTORY_KEY, Store
+from .storing import near_duplicate
+from .transcript import Delta, project_key
+from .types import NewFragment, ScoredFragment
 
 log = logging.getLogger(__name__)
-MAX_PROMPT_CHARS = 60_000
-MAX_TURN_CHARS = 8_000
-MIN_BATCH_BYTES = 16 * 1024
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
+TOPICS_SENT = 30  # existing topic names listed in a prompt (see _topics_for)
+TOPICS_IF_UNRELATED = 10
+TOPIC_QUERY_CHARS = 2000  # the embedding model reads only the start of a long text anyway
 TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
 CORRECTION_MATCH = 0.55
 RELATION_MATCH = 0.6
@@ -47,6 +45,7 @@ class IngestReport:
     links: int = 0
     failed: str | None = None
     skipped: str | None = None
+    waiting: str | None = None  # why extraction must wait (a budget), when it must
     files: list[str] = field(default_factory=list)
 
 
@@ -59,12 +58,7 @@ class _Planned:
     parent_summary: str | None = None
     fid: str | None = None
     vector: Any = None
-
-
-def _clipped(turns: list[Turn]) -> list[Turn]:
-    """A pasted log or file dump is not knowledge-sized; its head is enough context."""
-    return [t if len(t.text) <= MAX_TURN_CHARS else replace(t, text=t.text[:MAX_TURN_CHARS] + " […]")
-            for t in turns]
+    duplicate_of: str | None = None  # an existing fragment it repeats: not inserted
 
 
 def _timestamp(delta: Delta, fallback: float) -> float:
@@ -94,18 +88,21 @@ class Ingestor:
             self._memory = None
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
-               ignore_backoff: bool = False) -> IngestReport:
-        """Processes every complete unread line of one transcript, batch by batch."""
+               ignore_backoff: bool = False, history_end: int | None = None) -> IngestReport:
+        """Processes every complete unread line of one transcript, batch by batch. With
+        history_end, reads the transcript's history from before Lore's first run instead
+        (`lore ingest`), under its own watermark, up to that offset."""
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
-        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff)
+        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
+                   history_end)
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,
-              retry_parked: bool, ignore_backoff: bool) -> None:
-        store, key = memory.writer, str(path)
-        budget = self.settings.batch_bytes
+              retry_parked: bool, ignore_backoff: bool, history_end: int | None) -> None:
+        store = memory.writer
+        key = str(path) if history_end is None else HISTORY_KEY + str(path)
         while True:
             failure = store.failure(key)
             if failure and failure["parked"] and not retry_parked:
@@ -115,9 +112,17 @@ class Ingestor:
                 report.skipped = "backing off"
                 return
             offset = store.watermark(key)
-            delta = read_delta(path, offset, max_bytes=budget)
+            limit = None
+            if history_end is not None:
+                if offset >= history_end:
+                    return
+                limit = history_end - offset  # history ends on a line boundary
+            delta, text = read_batch(path, offset, self.settings.batch_bytes, limit)
             if delta.missing:
                 report.skipped = "missing"
+                return
+            if delta.truncated and history_end is not None:
+                report.skipped = "shrank"  # not the file whose history was recorded
                 return
             if delta.truncated:
                 # Transcripts are append-only, so a shorter file is a different file: read it anew.
@@ -126,18 +131,23 @@ class Ingestor:
                 continue
             if delta.end_offset <= offset:
                 return  # no complete line yet
-            text = redact(render_turns(_clipped(delta.turns))).strip()
-            if len(text) > MAX_PROMPT_CHARS and budget > MIN_BATCH_BYTES:
-                budget //= 2  # a smaller slice of the file makes a prompt that fits
-                continue
-            budget = self.settings.batch_bytes
             memory.project = project_key(delta.cwd) if delta.cwd else memory.project
-            if not text:
-                store.set_watermark(key, delta.end_offset, self.clock())  # only noise here
+            if not text or not worth_extracting(delta.turns):
+                # Only noise, tool traffic or small talk here: nothing is worth a call.
+                store.set_watermark(key, delta.end_offset, self.clock())
                 continue
+            if hasattr(self.llm, "project"):  # the token ledger's project column
+                self.llm.project = memory.project
             try:
                 extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
-                                               store.topic_names())
+                                               self._topics_for(memory, delta, text))
+            except BudgetExceeded as exc:
+                # Refused before any request: not the batch's fault, so no failure is
+                # recorded; the watermark keeps the place until the budget allows more.
+                log.info("extraction of %s waits: %s", path, exc)
+                report.skipped = "budget"
+                report.waiting = str(exc)
+                return
             except LLMError as exc:
                 attempts = store.record_failure(
                     key, offset, delta.end_offset, str(exc), self.clock(),
@@ -156,7 +166,8 @@ class Ingestor:
               session_id: str | None) -> tuple[int, int, int]:
         store = memory.writer
         when = _timestamp(delta, self.clock())
-        meta = {"transcript": key, "offsets": [delta.start_offset, delta.end_offset]}
+        meta = {"transcript": key.removeprefix(HISTORY_KEY),
+                "offsets": [delta.start_offset, delta.end_offset]}
         planned: list[_Planned] = []
         confirmed: list[str] = []  # existing knowledge the user restated in this delta
         subagent = SUBAGENT_DIR in key
@@ -204,6 +215,7 @@ class Ingestor:
                              fact.summary, basis=detail.basis)
         corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
         self._embed(planned)
+        self._near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
@@ -214,6 +226,8 @@ class Ingestor:
         supersessions = links = 0
         with store.write():
             for item in planned:
+                if item.duplicate_of:
+                    continue
                 parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
                 item.fid = store.insert(item.new, now, None if item.vector is None
                                         else to_blob(item.vector), parent)
@@ -245,7 +259,40 @@ class Ingestor:
                 store.confirm(confirmed, now)
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
-        return sum(1 for p in planned if p.new.summary), supersessions, links
+        return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
+
+    @staticmethod
+    def _near_duplicates(memory: Memory, planned: list[_Planned], confirmed: list[str]) -> None:
+        """A planned fragment that repeats a live sibling under its existing parent (the same
+        check as store_memory's, storing.near_duplicate) is not added: the sibling is
+        reinforced, confirmed when the user stated it again, and takes the planned children."""
+        found: dict[int, str] = {}
+        for item in planned:  # parents come before their children
+            if item.parent_key is not None and item.parent_key in found:
+                item.parent_id = found[item.parent_key]
+                item.parent_key = None
+            if item.parent_key is None and item.parent_id and item.new.depth > 0:
+                same = near_duplicate(memory, item.new.summary, item.new.content, item.vector,
+                                      item.parent_id, item.new.depth)
+                if same:
+                    item.duplicate_of = found[item.key] = same
+                    if item.new.basis == "stated":
+                        confirmed.append(same)
+        memory.reinforce(list(dict.fromkeys(found.values())))
+
+    @staticmethod
+    def _topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
+        """The existing topic names the prompt lists: all of them when few, else the
+        TOPICS_SENT closest to what the user asked in this slice (by embedding). A topic left
+        out is still found when the answer names it (_match_topic)."""
+        names = memory.writer.topic_names(limit=TOPICS_SENT + 1)
+        if len(names) <= TOPICS_SENT or not memory.embedder_ready():
+            return names[:TOPICS_SENT]
+        asked = " ".join(t.text for t in delta.turns if t.role == "user")
+        found = memory.search((asked or text)[:TOPIC_QUERY_CHARS], limit=TOPICS_SENT, depth=0,
+                              mode="vector").fragments
+        # Nothing related at all: a few of the most relevant names keep the naming consistent.
+        return [s.fragment.summary for s in found] or names[:TOPICS_IF_UNRELATED]
 
     def _match_topic(self, memory: Memory, name: str, about: str) -> str | None:
         store = memory.writer
@@ -345,12 +392,3 @@ class Ingestor:
         for item, vector in zip(planned, vectors):
             item.vector = vector
 
-
-def strongest_basis(facts: list[Fact]) -> str:
-    """A topic or concept is as well founded as the best fact under it: one thing the user
-    said makes it stated; a branch of nothing but guesses stays inferred."""
-    bases = {f.basis for f in facts} | {d.basis for f in facts for d in f.details}
-    for basis in ("stated", "observed"):
-        if basis in bases:
-            return basis
-    return "inferred" if bases else "observed"

@@ -1,36 +1,37 @@
 """The one-method LLM seam: `call_tool` forces one tool and returns its input.
 
 Backends: the anthropic SDK (with an API key), the `claude` CLI (a subscription login), and
-`FakeLLM` for tests. `BudgetGuard` caps requests per hour across every process. Importing
-this module is cheap: anthropic (~0.9 s) is imported only when an API call is made.
+`FakeLLM` for tests; pick_llm puts each behind budget.GuardedLLM (the request and token caps
+and the token ledger). Importing this module is cheap: anthropic (~0.9 s) is imported only
+when an API call is made.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-import json
+import logging
 import os
 import random
 import shutil
-import signal
-import subprocess
-import sys
-import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from .budget import BudgetGuard, GuardedLLM
 from .config import Settings
-from .errors import BudgetExceeded, LLMError, LLMUnavailable
+from .errors import LLMError, LLMUnavailable
+from .llm_cli import ClaudeCliLLM, Tool
 from .private import private_dir
+from .usage import Ledger, Usage, usage_from
 
-HOUR = 3600.0
+__all__ = ["LLM", "AnthropicLLM", "BudgetGuard", "FakeLLM", "GuardedLLM",
+           "llm_status", "paused_reason", "pick_llm"]
+
+log = logging.getLogger(__name__)
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
-DISABLE_MARKER = "LORE_DISABLE"  # set in the nested `claude -p`: every Lore hook returns at once
-Tool = dict[str, Any]
 
 
 class LLM(Protocol):
@@ -66,6 +67,7 @@ class AnthropicLLM:
         self._api_key, self._base_url = api_key, base_url
         self._backoff, self._sleep = backoff, sleep
         self._client: Any = None
+        self.last_usage: Usage | None = None  # the last answered request's tokens
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -101,6 +103,8 @@ class AnthropicLLM:
                     tools=[tool],
                     tool_choice={"type": "tool", "name": tool["name"]},
                 )
+                # Recorded before the answer is judged: a truncated answer was paid for too.
+                self.last_usage = usage_from(getattr(message, "usage", None))
                 return _tool_input(message, tool["name"])
             except anthropic.APIStatusError as exc:
                 if not _retryable_status(exc.status_code):
@@ -138,116 +142,6 @@ def _tool_input(message: Any, name: str) -> dict[str, Any]:
     raise LLMError(f"the model answered without calling {name}")
 
 
-# --- claude CLI ------------------------------------------------------------------------------
-
-
-class ClaudeCliLLM:
-    """`claude -p` with --json-schema: the user's subscription login, no API key needed.
-
-    Measured on Claude Code 2.1.197: `--json-schema` makes the CLI offer a StructuredOutput
-    tool whose input_schema is our schema; it validates the answer (re-asking up to 5 times)
-    and prints one JSON object with `structured_output` (the dict) and `result` (its JSON text).
-    """
-
-    def __init__(
-        self,
-        claude_path: str,
-        model: str,
-        timeout: float,
-        *,
-        cwd: str | os.PathLike[str] | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        self.claude_path, self.model, self.timeout = claude_path, model, timeout
-        # A neutral cwd keeps the project's CLAUDE.md out of a prompt that does not need it. It
-        # is never the shared temp folder: another user could plant a CLAUDE.md or settings there.
-        self._cwd = cwd or tempfile.mkdtemp(prefix="lore-claude-")
-        self._env = env
-
-    def command(self, system: str, tool: Tool) -> list[str]:
-        system += (
-            f"\n\nGive your answer by calling the StructuredOutput tool exactly once; its "
-            f"input is the {tool['name']} payload: {tool.get('description', '')}"
-        )
-        return [
-            self.claude_path, "-p",
-            "--no-session-persistence",  # the nested session leaves no transcript to ingest
-            "--output-format", "json",
-            "--json-schema", json.dumps(tool["input_schema"]),
-            "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
-            "--tools", "",  # only StructuredOutput remains: no agent loop, a small prompt
-            "--system-prompt", system,  # replaces Claude Code's long coding-agent prompt
-            "--model", self.model,
-        ]  # fmt: skip
-
-    def child_env(self, max_tokens: int) -> dict[str, str]:
-        env = dict(os.environ if self._env is None else self._env)
-        env[DISABLE_MARKER] = "1"
-        env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(max_tokens)
-        env.setdefault("MAX_THINKING_TOKENS", "0")  # extraction needs no thinking budget
-        env.setdefault("CLAUDE_CODE_MAX_RETRIES", "2")  # fail within our timeout, not after it
-        return env
-
-    def call_tool(
-        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
-    ) -> dict[str, Any]:
-        try:
-            proc = subprocess.Popen(
-                self.command(system, tool), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, cwd=self._cwd, env=self.child_env(max_tokens),
-                start_new_session=os.name == "posix",  # so a timeout can kill the whole tree
-            )  # fmt: skip
-        except OSError as exc:
-            raise LLMError(f"cannot run {self.claude_path}: {exc}") from None
-        try:
-            out, err = proc.communicate(prompt.encode("utf-8"), timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            # A grandchild that left the process group may still hold the pipes: don't wait on it.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.communicate(timeout=5)
-            raise LLMError(f"claude -p timed out after {self.timeout:.0f}s") from None
-        return parse_cli_output(
-            out.decode("utf-8", "replace"), proc.returncode, err.decode("utf-8", "replace")
-        )
-
-
-def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    if os.name == "posix":
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(OSError):
-        proc.kill()
-
-
-def parse_cli_output(stdout: str, returncode: int, stderr: str = "") -> dict[str, Any]:
-    """The structured answer from `claude -p --output-format json`, or LLMError saying why not."""
-    result: Any = None
-    for candidate in (stdout.strip(), *reversed(stdout.strip().splitlines())):
-        with contextlib.suppress(ValueError):
-            result = json.loads(candidate)
-            break
-    if not isinstance(result, dict):
-        tail = (stderr.strip() or stdout.strip())[-300:]
-        raise LLMError(
-            f"claude -p exited {returncode} without a JSON result: {tail or 'no output'}"
-        )
-    if result.get("is_error") or result.get("subtype", "success") != "success":
-        why = result.get("errors") or result.get("result") or result.get("subtype")
-        raise LLMError(f"claude -p failed ({result.get('subtype')}): {str(why)[:300]}")
-    if isinstance(result.get("structured_output"), dict):
-        return result["structured_output"]
-    # Fallback: the model wrote the JSON as its final text instead of calling the tool.
-    text = str(result.get("result") or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
-    with contextlib.suppress(ValueError):
-        data = json.loads(text)
-        if isinstance(data, dict):
-            return data
-    raise LLMError(f"claude -p answered without structured output: {text[:200]!r}")
-
-
 # --- fake ------------------------------------------------------------------------------------
 
 Answer = dict[str, Any] | BaseException | type[BaseException] | Callable[..., dict[str, Any]]
@@ -279,93 +173,6 @@ class FakeLLM:
         return copy.deepcopy(answer)  # callers may mutate what they get
 
 
-# --- budget ----------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """An OS-level exclusive lock, released even if the holder is killed."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if sys.platform == "win32":
-            import msvcrt
-
-            while True:
-                try:
-                    msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # gives up after ~10 s: try again
-                    break
-                except OSError:
-                    continue
-        else:
-            import fcntl
-
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing releases the lock on both platforms
-
-
-class BudgetGuard:
-    """At most `max_per_hour` LLM calls in any sliding hour, shared by every Lore process.
-
-    State is a JSON list of call timestamps. The lock lives in a separate file because the
-    data file is replaced atomically (a crash mid-write never leaves half a file).
-    """
-
-    def __init__(
-        self, path: Path, max_per_hour: int, clock: Callable[[], float] = time.time
-    ) -> None:
-        self.path, self.max_per_hour, self.clock = Path(path), max_per_hour, clock
-        self._lock_path = self.path.with_name(self.path.name + ".lock")
-
-    def _recent(self, now: float) -> list[float]:
-        try:
-            stamps = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return []  # missing or corrupt: start afresh rather than block extraction forever
-        if not isinstance(stamps, list):
-            return []
-        # Stamps far in the future mean the clock went back; they must not block for days.
-        return sorted(
-            float(t) for t in stamps
-            if isinstance(t, int | float) and now - HOUR < t <= now + HOUR
-        )  # fmt: skip
-
-    def used(self) -> int:
-        """Calls in the last hour (a lock-free read, for status)."""
-        return len(self._recent(self.clock()))
-
-    def acquire(self) -> None:
-        """Count one call, or raise BudgetExceeded when the hour's cap is reached."""
-        with _exclusive(self._lock_path):
-            now = self.clock()
-            stamps = self._recent(now)
-            if len(stamps) >= self.max_per_hour:
-                wait = stamps[len(stamps) - self.max_per_hour] + HOUR - now
-                raise BudgetExceeded(
-                    f"LLM budget reached: {self.max_per_hour} requests in the last hour; "
-                    f"next one allowed in {max(wait, 0) / 60:.0f} min"
-                )
-            stamps.append(now)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(stamps))
-            os.replace(tmp, self.path)
-
-
-class GuardedLLM:
-    """Any LLM behind a BudgetGuard: each call_tool spends one request of the budget."""
-
-    def __init__(self, inner: LLM, guard: BudgetGuard) -> None:
-        self.inner, self.guard = inner, guard
-
-    def call_tool(
-        self, *, system: str, prompt: str, tool: Tool, max_tokens: int = 4096
-    ) -> dict[str, Any]:
-        self.guard.acquire()
-        return self.inner.call_tool(system=system, prompt=prompt, tool=tool, max_tokens=max_tokens)
-
-
 # --- choosing a backend ----------------------------------------------------------------------
 
 WhichFn = Callable[..., str | None]
@@ -388,7 +195,11 @@ def pick_llm(
 ) -> LLM:
     """API key -> anthropic SDK; else `claude` on PATH -> CLI; else LLMUnavailable."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        raise LLMUnavailable(off)
     guard = BudgetGuard(budget_path(settings), settings.max_requests_per_hour)
+    ledger = Ledger(settings)
     key = env.get(settings.api_key_env) or None
     if key:
         inner: LLM = AnthropicLLM(
@@ -397,7 +208,7 @@ def pick_llm(
             settings.llm_timeout_secs,
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
         )
-        return GuardedLLM(inner, guard)
+        return GuardedLLM(inner, guard, ledger, settings.claude_model)
     claude = _find_claude(env, which)
     if claude:
         # The CLI starts a whole agent (and retries inside), so it gets more time than one call.
@@ -408,7 +219,7 @@ def pick_llm(
             cwd=_private_cwd(settings.home),
             env=env,
         )
-        return GuardedLLM(inner, guard)
+        return GuardedLLM(inner, guard, ledger, settings.claude_model)
     raise LLMUnavailable(f"extraction is {_paused_reason(settings)}")
 
 
@@ -417,6 +228,13 @@ def _private_cwd(home: Path) -> str | None:
         return str(private_dir(home / "claude-cwd"))
     except OSError:
         return None  # a read-only home: ClaudeCliLLM makes a private temporary folder instead
+
+
+def switched_off(settings: Settings) -> str | None:
+    """Why the user turned extraction off (config or `lore pause`), or None."""
+    from .controls import off_reason
+
+    return off_reason(settings)
 
 
 def _paused_reason(settings: Settings) -> str:
@@ -439,6 +257,9 @@ def paused_reason(settings: Settings, env: Mapping[str, str] | None = None,
     """Why extraction must wait, or None when it need not; unlike llm_status it reads no
     budget file (the SessionStart brief asks this)."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        return off
     if env.get(settings.api_key_env) or _find_claude(env, which):
         return None
     return _paused_reason(settings)
@@ -449,6 +270,9 @@ def llm_status(
 ) -> str:
     """One line for `lore status`; starts with "paused" when extraction must wait. Cheap."""
     env = os.environ if env is None else env
+    off = switched_off(settings)
+    if off:
+        return off
     used = BudgetGuard(budget_path(settings), settings.max_requests_per_hour).used()
     budget = f"{used}/{settings.max_requests_per_hour} requests in the last hour"
     if env.get(settings.api_key_env):

@@ -5,7 +5,6 @@ blocks the next one. Light imports only: hooks use this module."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -106,6 +105,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def transcript_lock(lock_dir: Path, transcript: str) -> FileLock:
+    import hashlib  # here: ~2 ms to import, and the Stop hook takes worker slots from this module
+
     digest = hashlib.sha1(transcript.encode()).hexdigest()[:20]
     return FileLock(lock_dir / f"ingest-{digest}.lock")
 

@@ -17,8 +17,9 @@ from . import relevance as rel
 from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .redact import redact
-from .search import Fusion, VectorIndex, fts_expression
+from .search import Fusion, VectorIndex
 from .store import Store
+from .terms import fts_expression
 from .types import Fragment, NewFragment, ScoredFragment, TopicSummary, TreeNode
 from .vector_snapshot import snapshot_path
 
@@ -378,7 +379,8 @@ class Memory:
 
     def store(self, content: str, summary: str, parent_id: str | None = None,
               depth: int = 2, importance: float = 0.6, source_session: str | None = None,
-              metadata: dict[str, Any] | None = None, source: str = "agent") -> Fragment:
+              metadata: dict[str, Any] | None = None, source: str = "agent",
+              vector: Any | None = None) -> Fragment:
         """Stores one fragment. With no parent, depth 0 makes a new topic; a deeper fragment
         is placed under the best-matching fragment one level up. `source` says who decided to
         keep it (types.SOURCES): the agent through store_memory, or the user ("remember"),
@@ -410,7 +412,9 @@ class Memory:
         existing = self.writer.get(same) if same else None
         if existing is not None and existing.content == content:
             return existing  # storing the same thing twice keeps one copy
-        vector = self.embed_one(embedding_text(summary, content, parent.summary if parent else None))
+        if vector is None:  # storing.py passes the one it compared with the siblings
+            vector = self.embed_one(embedding_text(summary, content,
+                                                   parent.summary if parent else None))
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,
                           metadata=metadata or {}, source=source,

@@ -11,6 +11,7 @@ from .config import Settings
 def open_memory(settings: Settings, project: str | None = None):  # noqa: ANN201
     from .embedding import LocalEmbedder
     from .memory import Memory
+    from .project import project_key
 
     return Memory(settings.db_path, LocalEmbedder(settings.home / "models"),
-                  project=project or os.getcwd())
+                  project=project or project_key(os.getcwd()))

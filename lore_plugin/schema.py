@@ -100,7 +100,27 @@ MIGRATIONS: list[str] = [
     ALTER TABLE fragments ADD COLUMN basis TEXT;
     ALTER TABLE fragments ADD COLUMN confirmed_at REAL;
     """,
-    # 5: the viewer's curation journal (what each edit, correction, move, merge or confirmation
+    # 5 (branch cost, issue 15): the transcripts that predate Lore's first run (only `lore
+    # ingest` reads them), and one row per LLM call for token accounting and the daily budget
+    """
+    CREATE TABLE history (
+        file_path TEXT PRIMARY KEY,
+        end_offset INTEGER NOT NULL,
+        recorded_at REAL NOT NULL
+    );
+    CREATE TABLE llm_usage (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        purpose TEXT NOT NULL,
+        project TEXT,
+        model TEXT NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cost_usd REAL
+    );
+    CREATE INDEX idx_llm_usage_at ON llm_usage(at);
+    """,
+    # 6: the viewer's curation journal (what each edit, correction, move, merge or confirmation
     # needs to be undone; `undo` is '{}' once it cannot be), and sessions looked up by id
     """
     CREATE TABLE curation_journal (

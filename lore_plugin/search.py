@@ -5,7 +5,6 @@ relevance, branches) live in memory.py."""
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,17 +21,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_WORD = re.compile(r"[^\W_][\w'.\-]*[^\W_]|[^\W_]", re.UNICODE)
-STOPWORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being
-below between both but by can could did do does doing down during each few for from further
-had has have having he her here hers herself him himself his how i if in into is it its itself
-just me more most my myself no nor not now of off on once only or other our ours ourselves out
-over own same she should so some such than that the their theirs them themselves then there
-these they this those through to too under until up very was we were what when where which
-while who whom why will with would you your yours yourself yourselves know tell remember
-recall anything something did does ever
-""".split())
 COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
 REDUCE_FROM = 20_000  # below this an exact scan is already fast
 REDUCED_DIMS = 128
@@ -41,31 +29,6 @@ LOAD_CHUNK = 512  # rows a step: larger chunks leave their temporaries behind in
 RERANK = 1000  # approximate candidates scored exactly; the top 100 are all among them
 SNAPSHOT_CHECKS = 64  # rows of a snapshot compared with the database before it is trusted
 SNAPSHOT_DRIFT = 0.05  # appended share of rows after which the snapshot is rewritten
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
-
-
-def keyword_terms(text: str) -> list[str]:
-    terms, seen = [], set()
-    for raw in _WORD.findall(text.translate(_APOSTROPHES)):
-        word = raw.strip("'.-").lower()
-        if word.endswith("'s"):
-            word = word[:-2]  # "John's" is about John; FTS5 would look for the phrase "john s"
-        if not word or word in STOPWORDS or word in seen:
-            continue
-        seen.add(word)
-        terms.append(word)
-    return terms[:32]
-
-
-def fts_expression(text: str) -> str | None:
-    """An OR of quoted terms. Quoting keeps identifiers like ERR_7731 or v2.1 as phrases and
-    makes any user text safe to hand to MATCH."""
-    terms = keyword_terms(text)
-    if not terms:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
 class VectorIndex:
     """All live fragment vectors as one normalised float32 matrix (int8 past REDUCE_FROM, see
     below). Appends load only the new tail; deletions, supersessions and backfills bump the

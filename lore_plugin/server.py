@@ -26,6 +26,7 @@ from . import __version__, render
 from .errors import LoreError
 from .memory import MAX_DEPTH, MAX_LIMIT, Memory
 from .store import BusyError, Store
+from .storing import store_knowledge, stored_text
 from .types import Fragment, TreeNode
 
 log = logging.getLogger("lore.server")
@@ -100,6 +101,8 @@ class StoreAnswer(BaseModel):
     depth: int
     summary: str
     parent_id: str | None
+    duplicate: bool = Field(False, description="already known: reinforced, nothing added")
+    created: list[str] = Field([], description="topic or concept made to hold it")
 
 
 class TopicOut(FragmentOut):
@@ -148,6 +151,7 @@ class Service:
         self._reinforcer = ThreadPoolExecutor(1, thread_name_prefix="lore-reinforce")
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
         self._writing_snapshot = threading.Lock()
+        self.warm = threading.Event()  # warm-up done: the per-prompt hook may use the model
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
@@ -382,19 +386,16 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
     @server.tool(annotations=WRITE)
     def store_memory(content: ContentArg, summary: SummaryArg, parent_id: ParentArg = None,
                      depth: StoreDepthArg = 2) -> Annotated[CallToolResult, StoreAnswer]:
-        """Store one piece of knowledge explicitly so later sessions can recall it: under a
-        parent one level up (parent_id), or as a new topic with depth 0 and no parent. With no
-        parent_id and depth 1+, it goes under the best-matching fragment one level up.
-        Returns the new fragment's id."""
+        """Store one piece of knowledge so later sessions can recall it. Just content and
+        summary is enough: it goes under the best-fitting concept, or a topic and concept are
+        made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
+        new topic. Knowledge already stored is not copied: the answer gives the existing id."""
         # Two calls: a busy retry of the first must never repeat a write that went through.
-        frag = service.call(lambda m: m.store(content, summary, parent_id, depth), True)
-        parent = service.call(lambda m: m.parent(frag.id))
-        text = f"Stored {render.fragment_line(frag, content=False)}\nid: {frag.id}"
-        if parent is not None:
-            text += f"\nunder {render.fragment_line(parent, content=False)}"
-        text = render.recalled(text)
-        return answer(text, StoreAnswer(id=frag.id, depth=frag.depth, summary=frag.summary,
-                                        parent_id=frag.parent_id))
+        stored = service.call(lambda m: store_knowledge(m, content, summary, parent_id, depth), True)
+        frag, parent = stored.fragment, service.call(lambda m: m.parent(stored.fragment.id))
+        return answer(stored_text(stored, parent), StoreAnswer(
+            id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,
+            duplicate=stored.duplicate, created=[f.id for f in stored.created]))
 
     @server.tool(annotations=READ)
     def list_topics() -> Annotated[CallToolResult, TopicsAnswer]:
@@ -466,7 +467,8 @@ def main() -> None:
     from .embedding import LocalEmbedder
     from .logs import setup_logging
     from .private import lock_down
-    from .transcript import project_key
+    from .project import project_key
+    from .prompt_recall import open_socket
 
     settings = load_settings()
     lock_down(settings.home, settings.db_path)
@@ -475,12 +477,14 @@ def main() -> None:
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
     service = Service(memory)
     log.info("serving %s for project %s", settings.db_path, project)
+    close_socket = open_socket(settings, service.lock, memory, service.warm)  # for the hook
 
     @asynccontextmanager
     async def lifespan(server: LoreServer):  # type: ignore[no-untyped-def]
         def warm() -> None:
             server.listed.wait(WARM_DELAY)
             service.warm_up()
+            service.warm.set()
 
         threading.Thread(target=warm, name="lore-warm-up", daemon=True).start()
         yield {}
@@ -488,6 +492,7 @@ def main() -> None:
     try:
         build_server(service, lifespan=lifespan).run("stdio")
     finally:
+        close_socket()
         service.close()
 
 

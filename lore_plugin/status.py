@@ -43,6 +43,7 @@ def problems(settings: Settings, store: Store | None = None) -> list[str]:
             reader = store if store is not None else OpenStore(settings.db_path, readonly=True)
             try:
                 parked = len(reader.failures(parked_only=True))
+                spent = _budget_spent(settings, reader)
             finally:
                 if reader is not store:
                     reader.close()
@@ -52,13 +53,36 @@ def problems(settings: Settings, store: Store | None = None) -> list[str]:
             if parked:
                 found.append(f"{parked} transcript batch(es) parked after repeated failures; "
                              "run `lore ingest --retry-failed`")
+            if spent:
+                found.append(spent)
     return found
+
+
+def _budget_spent(settings: Settings, store: Store) -> str | None:
+    from .usage import budget_spent, day_start
+
+    now = time.time()
+    return budget_spent(settings, store.tokens_since(day_start(now)), now)
+
+
+def _history_lines(store: Store) -> list[str]:
+    history = store.history()
+    waiting = [h for h in history if h[2] < h[1]]
+    if not history:
+        return []
+    if not waiting:
+        return [f"           history from before Lore's first run: {len(history)} transcript(s), "
+                "all ingested"]
+    return [f"           history from before Lore's first run: {len(waiting)} of "
+            f"{len(history)} transcript(s) unread (`lore ingest` estimates the cost, then reads "
+            "them)"]
 
 
 def status_lines(settings: Settings) -> list[str]:
     from .embedding import find_model_dir
     from .llm import llm_status
-    from .store import Store
+    from .store import HISTORY_KEY, Store
+    from .usage import usage_lines
     from .vector_snapshot import snapshot_path
 
     db = settings.db_path
@@ -74,11 +98,13 @@ def status_lines(settings: Settings) -> list[str]:
             if c["without_embedding"]:
                 lines.append(f"           {c['without_embedding']} fragments await embeddings "
                              "(`lore doctor --fix` fills them)")
-            marks = store.watermarks()
+            marks = [m for m in store.watermarks() if not m.startswith(HISTORY_KEY)]
             failures = store.failures()
             parked = [f for f in failures if f["parked"]]
             lines.append(f"ingestion  {len(marks)} transcripts tracked, {len(failures)} failing "
                          f"batch(es), {len(parked)} parked")
+            lines += _history_lines(store)
+            lines += usage_lines(settings, store, time.time())
             for f in parked[:5]:
                 lines.append(f"           parked: {f['file_path']} @{f['start_offset']} "
                              f"({f['attempts']} attempts): {f['last_error'][:120]}")

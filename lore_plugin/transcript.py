@@ -28,6 +28,7 @@ from .lines import (
     clean_text,
     count_turns_fast,
 )
+from .project import project_key
 from .types import Turn
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -205,12 +206,6 @@ def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.glob("agent-*.jsonl") if p.is_file())
-
-
-def project_key(cwd: str) -> str:
-    """A stable project identifier: the absolute, symlink-resolved path, no trailing slash."""
-    resolved = os.path.realpath(os.path.expanduser(cwd))
-    return resolved.rstrip("/") or "/"
 
 
 def _label(turn: Turn) -> str:

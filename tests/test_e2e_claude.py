@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from lore_plugin.prompt_recall import NOTICE
 from lore_plugin.store import Store
 from tests.claude_cli import claude_binary, claude_env
 from tests.conftest import MODEL_CACHE, ROOT
@@ -21,6 +22,7 @@ from tests.fake_anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 
 QUERY = "mcp__plugin_lore_memory__query_memory"
 STORE = "mcp__plugin_lore_memory__store_memory"
+PROMPT_NOTICE = json.dumps(NOTICE)[1:-1][:60]  # as it appears inside the JSON of a request
 FACT = re.compile(r"deploy window is ([A-Za-z]+ \d\d:\d\d UTC)")
 
 
@@ -135,3 +137,68 @@ def test_a_fact_stated_in_one_session_is_recalled_through_mcp_in_the_next(tmp_pa
     # The SessionStart brief reached the model's context in the second session.
     asked = next(json.dumps(b) for b in fake.session_bodies if "When is the billing" in json.dumps(b))
     assert "Lore long-term memory" in asked and "Billing deployment" in asked
+
+
+class PromptRecallClaude:
+    """The extraction model as above; the session model answers in text only and never
+    calls a tool, so whatever memory reaches it came from the UserPromptSubmit hook."""
+
+    def __init__(self) -> None:
+        self.extractor = FakeClaude()
+        self.session_bodies: list[dict] = []
+
+    def __call__(self, body: dict) -> Reply:
+        if "record_knowledge" in tool_names(body):
+            return self.extractor(body)
+        if QUERY in tool_names(body):
+            self.session_bodies.append(body)
+        return text_reply("The deploy window is Thursday 09:00 UTC.")
+
+
+def last_user_text(body: dict) -> str:
+    """Everything the request holds after the model's last turn: the prompt and what hooks
+    added beside it (Claude Code sends some of that in a message of its own)."""
+    messages = body["messages"]
+    start = max((i + 1 for i, m in enumerate(messages) if m["role"] == "assistant"), default=0)
+    return json.dumps(messages[start:])
+
+
+@pytest.mark.slow
+def test_a_fact_from_an_earlier_session_reaches_the_next_prompt_without_a_tool_call(tmp_path):
+    from lore_plugin.embedding import assemble_from_packages
+
+    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
+    fake = PromptRecallClaude()
+    home, project, lore_home = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
+    project.mkdir()
+    db = lore_home / "memory.db"
+    with FakeAnthropic(fake) as api:
+        env = claude_env(home, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="dummy",
+                         LORE_PYTHON=sys.executable, PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
+                         LORE_EMBED_MODEL_DIR=str(model_dir), MCP_CONNECTION_NONBLOCKING="0",
+                         MCP_CONNECT_TIMEOUT_MS="20000")
+        first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
+                           project, env)
+        assert first.returncode == 0, first.stderr
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not facts_in(db):
+            time.sleep(0.5)
+        assert facts_in(db) == ["The billing deploy window is Thursday 09:00 UTC"]
+        before = len(fake.session_bodies)
+        second = run_claude("When is the billing deploy window?", project, env)
+        assert second.returncode == 0, second.stderr
+        third = run_claude("How do I parse a JSON file in Rust?", project, env)
+        assert third.returncode == 0, third.stderr
+    asked = [b for b in fake.session_bodies[before:] if "billing deploy window?" in last_user_text(b)]
+    assert asked, "the second session's prompt never reached the model"
+    recalled = last_user_text(asked[0])
+    # Right after the prompt, in the same request, framed as recalled data with id and source.
+    assert "The billing deploy window is Thursday 09:00 UTC" in recalled
+    assert PROMPT_NOTICE in recalled  # the hook's frame (the SessionStart brief has its own)
+    assert re.search(r"\(from: assistant, \d{4}-\d\d-\d\d\)", recalled)  # source and date
+    assert recalled.index("When is the billing deploy window?") < recalled.index(PROMPT_NOTICE)
+    assert re.search(r"\[[0-9a-f]{12}\]", recalled)
+    assert not any(b.get("type") == "tool_use" for m in asked[0]["messages"]
+                   for b in (m["content"] if isinstance(m["content"], list) else []))
+    unrelated = [b for b in fake.session_bodies[before:] if "parse a JSON file" in last_user_text(b)]
+    assert unrelated and PROMPT_NOTICE not in last_user_text(unrelated[0])

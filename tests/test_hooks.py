@@ -162,7 +162,7 @@ def test_the_brief_can_be_turned_off_in_config(tmp_path, env, isolated_home):
 @pytest.mark.parametrize("garbage", [b"", b"not json", b"[1,2]", b'{"transcript_path": 7}',
                                      bytes(range(256))])
 def test_garbage_on_stdin_never_fails_the_session(garbage, env):
-    for name in ("stop", "session-end", "session-start"):
+    for name in ("stop", "session-end", "session-start", "user-prompt"):
         proc, took = run_hook(name, garbage, env)
         assert proc.returncode == 0 and proc.stderr == b"" and took < 5
 
@@ -201,8 +201,17 @@ def test_a_worker_finding_the_lock_held_leaves_the_work_to_the_holder(tmp_path, 
     assert fact_count(isolated_home / "memory.db") == 2
 
 
+def first_run(projects: Path) -> None:
+    """Lore's first run, before the test's transcripts exist: they are not history."""
+    from lore_plugin.config import load_settings
+    from lore_plugin.history import record_if_first_run
+
+    assert record_if_first_run(load_settings(), projects) == 0
+
+
 def test_the_session_start_sweep_picks_up_stale_tails_left_by_crashed_sessions(tmp_path, env, isolated_home):
     projects = tmp_path / "home" / ".claude" / "projects"
+    first_run(projects)
     crashed = TranscriptWriter(projects / "-work-project-a" / "crashed.jsonl")
     crashed.exchange(3)
     old = time.time() - 3600
@@ -223,6 +232,7 @@ def test_the_sweep_still_consolidates_when_extraction_is_paused(tmp_path, env, i
     memory.store("Topic", "Topic", depth=0)
     memory.close()
     projects = tmp_path / "home" / ".claude" / "projects"
+    first_run(projects)
     stale = TranscriptWriter(projects / "-work-project-a" / "stale.jsonl")
     stale.exchange(2)
     old = time.time() - 3600

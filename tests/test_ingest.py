@@ -293,3 +293,44 @@ def test_without_any_llm_ingestion_waits_and_nothing_moves(tmp_path, settings):
 
     with pytest.raises(LLMUnavailable, match="paused"):
         pick_llm(settings, env={}, which=lambda name, **_: None)
+
+
+# --- fewer tokens per turn (issue 15) ------------------------------
+
+
+def test_a_slice_of_small_talk_is_not_sent_and_its_place_is_kept(tmp_path, settings, ingestor, api):
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    for word in ("hello there", "thanks!", "continue", "/exit"):
+        writer.user(word)
+        writer.assistant("Sure.")
+    report = ingestor.ingest(writer.path)
+    assert report.batches == 0 and api.messages == []
+    store = Store(settings.db_path)
+    assert store.watermark(str(writer.path)) == writer.path.stat().st_size
+    writer.exchange(2)  # the next real request is sent, without the small talk before it
+    ingestor.ingest(writer.path)
+    assert len(api.messages) == 1 and "hello there" not in prompt_text(api.messages[0])
+    assert len(facts(settings)) == 2
+
+
+def test_the_prompt_lists_the_existing_topics_closest_to_the_conversation(
+        tmp_path, settings, ingestor, api, embedder):
+    from lore_plugin.ingest import TOPICS_SENT
+    from lore_plugin.memory import Memory
+
+    memory = Memory(settings.db_path, embedder)
+    subjects = ["Kubernetes", "React", "Terraform", "Redis", "Kafka", "nginx", "Django", "Spark"]
+    aspects = ["deployment", "testing", "logging", "security", "configuration"]
+    for name in [f"{s} {a}" for s in subjects for a in aspects] + ["Billing rules"]:
+        memory.store(f"{name}: what was decided about it", name, depth=0)
+    memory.close()
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    writer.exchange(2)  # about billing rules
+    ingestor.ingest(writer.path)
+    prompt = api.messages[0]["messages"][0]["content"]
+    listed = prompt[prompt.index("<existing_topics>"):prompt.index("</existing_topics>")]
+    names = [line[2:] for line in listed.splitlines() if line.startswith("- ")]
+    assert "Billing rules" in names and len(names) <= TOPICS_SENT < 41
+    assert facts(settings) == ["billing rule 0 uses value 0", "billing rule 1 uses value 7"]
+    store = Store(settings.db_path)
+    assert len(store.execute("SELECT id FROM fragments WHERE depth = 0")) == 41  # reused

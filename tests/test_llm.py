@@ -21,16 +21,14 @@ from lore_plugin.config import load_settings
 from lore_plugin.errors import BudgetExceeded, LLMError, LLMUnavailable
 from lore_plugin.extract import RECORD_KNOWLEDGE_TOOL, extract_knowledge, parse_extraction
 from lore_plugin.llm import (
-    DISABLE_MARKER,
     AnthropicLLM,
     BudgetGuard,
-    ClaudeCliLLM,
     FakeLLM,
     GuardedLLM,
     llm_status,
-    parse_cli_output,
     pick_llm,
 )
+from lore_plugin.llm_cli import DISABLE_MARKER, ClaudeCliLLM, parse_cli_output
 from tests.fake_anthropic import (
     FakeAnthropic,
     ScriptedResponder,
@@ -164,6 +162,26 @@ def test_an_answer_cut_off_at_max_tokens_is_rejected() -> None:
     cut = replace(tool_reply("t", {"partial": 1}), stop_reason="max_tokens")
     with FakeAnthropic(ScriptedResponder([cut])) as api, pytest.raises(LLMError, match="truncated"):
         call(sdk(api))
+
+
+def test_a_paid_for_answer_is_in_the_ledger_even_when_it_is_rejected(tmp_path: Path) -> None:
+    from lore_plugin.config import Settings
+    from lore_plugin.store import Store
+    from lore_plugin.usage import Ledger
+
+    settings = Settings(db_path=tmp_path / "memory.db", home=tmp_path)
+    cut = replace(tool_reply("record_knowledge", {"partial": 1}), stop_reason="max_tokens")
+    with FakeAnthropic(ScriptedResponder([cut, tool_reply("record_knowledge", ANSWER)])) as api:
+        llm = GuardedLLM(sdk(api), BudgetGuard(tmp_path / "b.json", 10), Ledger(settings), MODEL)
+        llm.project = "/work/p"
+        with pytest.raises(LLMError, match="truncated"):
+            llm.call_tool(system="s", prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
+        llm.call_tool(system="s", prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
+    store = Store(settings.db_path, readonly=True)
+    rows = store.execute("SELECT purpose, project, model, input_tokens FROM llm_usage")
+    store.close()
+    counted = len(json.dumps(api.messages[0]["messages"])) // 4  # as the fake counts
+    assert rows == [("extraction", "/work/p", MODEL, counted)] * 2
 
 
 def test_a_malformed_tool_input_is_rejected_by_parse_extraction() -> None:
@@ -340,6 +358,23 @@ def test_the_cli_gets_the_isolating_flags_the_schema_the_marker_and_the_prompt(
 
 
 @pytestmark_posix
+def test_the_cli_usage_and_cost_are_read_from_its_json_result(
+    fake_claude: tuple[Path, Path],
+) -> None:
+    from lore_plugin.usage import Usage
+
+    script, record = fake_claude
+    usage = {"input_tokens": 12, "cache_read_input_tokens": 100,
+             "cache_creation_input_tokens": 30, "output_tokens": 7}
+    out = json.dumps(cli_result(structured_output=ANSWER, usage=usage, total_cost_usd=0.0042))
+    llm = ClaudeCliLLM(str(script), MODEL, 20, env={**os.environ, "FAKE_CLAUDE_OUT": out,
+                                                    "FAKE_CLAUDE_RECORD": str(record)})
+    llm.call_tool(system="s", prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
+    assert llm.last_usage == Usage(12, 7, 100, 30, 0.0042)
+    assert llm.last_usage.total_input == 142 and llm.last_usage.cost(MODEL) == 0.0042
+
+
+@pytestmark_posix
 def test_the_cli_result_text_is_parsed_when_structured_output_is_missing(
     fake_claude: tuple[Path, Path],
 ) -> None:
@@ -425,6 +460,8 @@ def test_the_real_claude_cli_extracts_through_a_fake_api(tmp_path: Path) -> None
         llm = ClaudeCliLLM(str(claude_binary()), MODEL, 90, cwd=tmp_path, env=env)
         got = extract_knowledge(llm, "User: Lore stores memory in SQLite", ["Lore plugin"])
     assert got == parse_extraction(ANSWER)
+    assert llm.last_usage is not None and llm.last_usage.output_tokens > 0  # for the ledger
+    assert llm.last_usage.total_input > 0
     request = api.messages[0]
     assert request["model"] == MODEL and request["stream"] is True
     assert [t["name"] for t in request["tools"]] == ["StructuredOutput"]

@@ -169,17 +169,21 @@ def test_lore_ingest_backfills_skips_what_is_done_and_retries_parked_batches(tmp
     (isolated_home / "config.toml").write_text("[ingestion]\npark_after = 1\n")
     model = KnowledgeModel()
     with FakeAnthropic(model) as api:
-        env = python_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url)
+        # Lore's first run is this test's: the transcripts here are not under HOME's
+        # ~/.claude/projects, so they are not history and ingest like any unread tail.
+        env = python_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url,
+                         HOME=str(tmp_path / "home"))
         model.fail_next, model.failure = 1, text_reply("no tool call")  # one transcript parks
-        out = run_cli("ingest", str(projects), env=env)
-        assert "2 transcripts" in out.stdout and "1 transcript(s) failed" in out.stdout
+        out = run_cli("ingest", str(projects), "--yes", env=env)
+        assert "2 transcripts" in out.stdout and "2 with an unread tail" in out.stdout
+        assert "1 transcript(s) failed" in out.stdout
         assert out.returncode == 1 and "Traceback" not in out.stderr
         assert "parked" in run_cli("status", env=env).stdout
-        again = run_cli("ingest", str(projects), "--retry-failed", env=env)
+        again = run_cli("ingest", str(projects), "--retry-failed", "--yes", env=env)
         assert again.returncode == 0, again.stdout + again.stderr
-        assert "1 already done, 1 to ingest" in again.stdout
+        assert "1 with an unread tail" in again.stdout
         done = run_cli("ingest", str(projects), env=env)
-        assert "2 already done, 0 to ingest" in done.stdout
+        assert "0 with an unread tail" in done.stdout and "nothing to ingest" in done.stdout
     store = Store(isolated_home / "memory.db")
     facts = {r[0] for r in store.execute("SELECT summary FROM fragments WHERE depth = 2")}
     assert facts == {"billing rule 0 uses value 0", "billing rule 1 uses value 7",

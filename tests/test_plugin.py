@@ -77,7 +77,8 @@ def resolve_command(command: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("event", "argument", "timeout"),
-    [("SessionStart", "session-start", 15), ("Stop", "stop", 10), ("SessionEnd", "session-end", 5)],
+    [("SessionStart", "session-start", 15), ("UserPromptSubmit", "user-prompt", 5),
+     ("Stop", "stop", 10), ("SessionEnd", "session-end", 5)],
 )
 def test_each_hook_runs_the_launcher_with_a_timeout(
     event: str, argument: str, timeout: int
@@ -90,7 +91,7 @@ def test_each_hook_runs_the_launcher_with_a_timeout(
     program, *args = resolve_command(hook["command"])
     assert Path(program) == LAUNCHER
     assert args == ["hook", argument]
-    assert set(hooks) == {"SessionStart", "Stop", "SessionEnd"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
 
 
 def test_launcher_and_setup_script_are_executable() -> None:
@@ -163,7 +164,7 @@ def install_from_marketplace(claude: Path, tmp_path: Path) -> tuple[Path, dict[s
         REPO,
         source,
         ignore=shutil.ignore_patterns(
-            ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", "build"
+            ".git", ".venv", "__pycache__", "*.egg-info", ".*_cache", ".cache", "build"
         ),
     )
     home = tmp_path / "home"
@@ -198,7 +199,7 @@ def test_marketplace_install_into_a_fresh_home_needs_no_manual_step(
         "lore-memory",
         "recall",
         "remember",
-        "SessionStart, Stop, SessionEnd",
+        "SessionStart, UserPromptSubmit, Stop, SessionEnd",
         "memory",
     ):
         assert component in details.stdout
@@ -244,6 +245,7 @@ def test_an_installed_plugin_gives_claude_the_memory_tools_and_runs_every_hook(
     expected = {
         "-m lore_plugin.server",
         "-m lore_plugin.hooks session-start",
+        "-m lore_plugin.hooks user-prompt",
         "-m lore_plugin.hooks stop",
         "-m lore_plugin.hooks session-end",
     }
@@ -393,7 +395,7 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 def test_a_disabled_hook_exits_at_once_without_starting_python(sandbox: Sandbox) -> None:
-    for event in ("session-start", "stop", "session-end"):
+    for event in ("session-start", "user-prompt", "stop", "session-end"):
         run = sandbox.run(
             "hook", event, input="{}", LORE_DISABLE="1", LORE_PYTHON=str(sandbox.fake)
         )

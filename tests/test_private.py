@@ -14,7 +14,8 @@ import pytest
 
 from lore_plugin import private
 from lore_plugin.config import load_settings
-from lore_plugin.llm import ClaudeCliLLM, pick_llm
+from lore_plugin.llm import pick_llm
+from lore_plugin.llm_cli import ClaudeCliLLM
 from lore_plugin.maintenance import doctor, export
 from lore_plugin.memory import Memory
 from tests.conftest import PYTHON, python_env
@@ -63,9 +64,9 @@ def test_a_whole_cycle_under_umask_022_leaves_nothing_readable_by_others(tmp_pat
                      LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
                      LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
     writer = TranscriptWriter(tmp_path / TRANSCRIPT)
-    writer.exchange(6)
     assert run(["lore_plugin.hooks", "session-start"], env,
                json.dumps(payload("SessionStart", writer, source="startup")).encode()).returncode == 0
+    writer.exchange(6)  # after SessionStart: what exists before Lore's first run is history
     assert run(["lore_plugin.hooks", "stop"], env,
                json.dumps(payload("Stop", writer)).encode()).returncode == 0
     assert wait_for(lambda: fact_count(isolated_home / "memory.db") == 6)

@@ -229,8 +229,6 @@ async def test_ids_are_accepted_as_unique_prefixes_and_ambiguous_ones_refused(lo
     ("store_memory", {"content": "text", "summary": " \n "}, "non-empty"),
     ("store_memory", {"content": "x", "summary": "y", "parent_id": "0123456789abcdef"},
      "query_memory"),
-    ("store_memory", {"content": "orphan fact about quantum knitting", "summary": "quantum knitting",
-                      "depth": 3}, "parent_id"),
     ("query_memory", {"topic": "   "}, "non-empty"),
 ])
 async def test_bad_input_is_a_tool_error_that_says_what_to_do(lore: Running, tool: str,
@@ -412,3 +410,21 @@ def test_a_busy_database_is_retried_then_reported_clearly(monkeypatch: pytest.Mo
 
 def compact(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+async def test_store_memory_on_an_empty_memory_places_it_and_never_stores_it_twice(
+        tmp_path: Path, model_dir: Path):
+    project = tmp_path / "billing-service"
+    project.mkdir()
+    async with running(tmp_path / "memory.db", project, model_dir) as fresh:
+        text, data = await fresh.ok("store_memory", content="Deploys happen Thursday 09:00 UTC.",
+                                    summary="The billing deploy window is Thursday 09:00 UTC")
+        assert data["depth"] == 2 and len(data["created"]) == 2 and not data["duplicate"]
+        assert "made topic" in text and "Project billing-service" in text and data["id"] in text
+        again, same = await fresh.ok("store_memory", content="Deploys happen Thursday 09:00 UTC.",
+                                     summary="The billing deploy window is Thursday 09:00 UTC")
+        assert same["duplicate"] and same["id"] == data["id"] and same["created"] == []
+        assert "Already known" in again and data["id"] in again
+        _, topics = await fresh.ok("list_topics")
+        assert [t["summary"] for t in topics["topics"]] == ["Project billing-service"]
+        assert topics["topics"][0]["fragment_count"] == 2  # the concept and the one fact

@@ -246,6 +246,7 @@ def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and
         transcript = viewer.home / "parked.jsonl"
         transcript.write_text("")
         store.record_failure(str(transcript), 0, 10, "LLM said no", time.time(), 1.0, 1)
+        store.record_usage(time.time(), "extract", None, "claude-haiku-4-5", 1200, 300, 0.0027)
     finally:
         store.close()
     ran = subprocess.run([PYTHON, "-m", "lore_plugin.cli", "consolidate", "--force"],
@@ -256,7 +257,8 @@ def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and
     page = client.get("/activity").text
     assert "sess-activity-1" in page and "CI-only deploys" in page
     assert str(transcript) in page and "LLM said no" in page and ">Retry<" in page
-    assert "keeps no ledger of LLM calls" in page
+    usage = page.split('<pre id="usage">', 1)[1].split("</pre>", 1)[0]
+    assert "today: 1 call, 1,200 in + 300 out tokens" in usage and "backend" in usage
     assert "Finished" in page and "consolidated in" in page and "relevance" in page
     assert "1 transcript batch(es) parked" in page.split('id="problems"')[1]
     assert 'data-src="/activity/doctor"' in page

@@ -11,6 +11,7 @@ methods in its own module (a mixin), built on `connection.Connection`:
     fragments    insert, get, resolve ids, update, supersede, delete (on hierarchy, vectors)
     keywords     FTS5 keyword search
     bookkeeping  watermarks, ingestion failures, meta, consolidation runs
+    history      the history from before Lore's first run, the LLM token ledger (on bookkeeping)
     upkeep       integrity, FTS rebuild, orphans, WAL, secure delete
     backup       export and import rows
     decay        consolidation's relevance table and edge decay
@@ -27,14 +28,16 @@ from .curation import Curation
 from .decay import Decay
 from .forgetting import Forgetting
 from .fragments import Fragments
+from .history import HISTORY_KEY, HISTORY_MARK, History
 from .keywords import Keywords
 from .merging import Merging
 from .rows import FRAGMENT_COLUMNS
 from .upkeep import Upkeep
 
-__all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "IN_CHUNK", "BusyError", "Store", "StoreError",
-           "new_id"]
+__all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK", "IN_CHUNK",
+           "BusyError", "Store", "StoreError", "new_id"]
 
 
-class Store(Curation, Merging, Forgetting, Fragments, Keywords, Bookkeeping, Upkeep, Backup, Decay):
+class Store(Curation, Merging, Forgetting, Fragments, Keywords, History, Bookkeeping, Upkeep,
+            Backup, Decay):
     """One connection to the memory database with every storage method (see the modules)."""

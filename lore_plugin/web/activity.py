@@ -5,6 +5,7 @@ report, the problems `lore doctor` finds, and the curation journal with its undo
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from starlette.requests import Request
@@ -16,15 +17,15 @@ from .viewer import Viewer, viewer_of
 
 SESSIONS = 10
 PER_SESSION = 8
-NO_LEDGER = ("This version of Lore keeps no ledger of LLM calls, so token use and cost are not "
-             "shown; the backend and its hourly cap are:")
+USAGE_NOTE = "Every LLM call Lore made, from its ledger (as `lore status` shows it), and the backend:"
 
 
 def gather(v: Viewer) -> dict[str, Any]:
     """Runs on the viewer's worker thread: every read the page needs."""
-    from ..consolidate import describe
+    from ..consolidate_run import describe
     from ..llm import llm_status
     from ..status import problems
+    from ..usage import usage_lines
 
     store = v.memory.reader
     sessions = []
@@ -40,7 +41,8 @@ def gather(v: Viewer) -> dict[str, Any]:
     return {
         "sessions": sessions,
         "parked": store.failures(parked_only=True),
-        "llm": llm_status(v.settings),
+        "llm": "\n".join([*usage_lines(v.settings, store, time.time()),
+                           f"backend    {llm_status(v.settings)}"]),
         "consolidation": (last, report),
         "problems": problems(v.settings, store),
         "journal": v.curator.history(50),
@@ -99,7 +101,7 @@ async def activity_page(request: Request) -> Response:
             f'{_journal(d["journal"], v.secrets.csrf)}'
             f'<h2>Ingested sessions</h2>{_sessions(d["sessions"])}'
             f'<h2>Parked batches</h2>{_parked(d["parked"], v.secrets.csrf)}'
-            f'<h2>LLM usage</h2><p class="muted">{e(NO_LEDGER)}</p><pre>{e(d["llm"])}</pre>'
+            f'<h2>LLM usage</h2><p class="muted">{e(USAGE_NOTE)}</p><pre id="usage">{e(d["llm"])}</pre>'
             f'<h2>Last consolidation</h2>{consolidation}'
             f'<h2>Problems</h2><ul id="problems">{problems}<li><details id="doctor" '
             f'data-src="/activity/doctor"><summary>Every check <code>lore doctor</code> runs '

@@ -1,0 +1,253 @@
+"""A private local socket on which a running MCP server answers the per-prompt hook.
+
+The server has the embedding model and the vector index warm; a hook process would need
+several hundred milliseconds to load them. So each server listens on its own Unix socket and
+announces it in `LORE_HOME/run/<pid>.json` (0600, in a 0700 folder) with a random token. A
+client must be able to read that file (the owner) and, on Linux, must run as the same user
+(SO_PEERCRED); anything else is refused. One JSON request line in, one JSON answer line out.
+
+Standard library only (os, socket, json, secrets): the client side runs inside the hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+    from typing import Any
+
+RUN_DIR = "run"
+MAX_REQUEST = 256 * 1024  # the hook sends at most 4,000 prompt characters and the seen ids
+MAX_ANSWER = 256 * 1024
+SERVER_READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
+_SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+
+
+def run_dir(home: str) -> str:
+    return os.path.join(home, RUN_DIR)
+
+
+def _private_dir(path: str) -> None:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+
+
+def _peer_is_owner(conn: socket.socket) -> bool:
+    """SO_PEERCRED where the platform has it (Linux); elsewhere the token and the 0600 file
+    are the check."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    import struct
+
+    creds = conn.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid == os.getuid()
+
+
+class Listener:
+    """The server side: a daemon thread answering one connection at a time with `handle`."""
+
+    def __init__(self, home: str, db_path: str,
+                 handle: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        import secrets
+
+        self.home, self.db_path, self.handle = home, db_path, handle
+        self.token = secrets.token_hex(16)
+        self.pid = os.getpid()
+        self.info_path = os.path.join(run_dir(home), f"{self.pid}.json")
+        self.socket_path = ""
+        self._temp_dir: str | None = None
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if not hasattr(socket, "AF_UNIX"):  # Windows: the hook searches by keywords alone
+            raise OSError("this platform has no Unix sockets")
+        folder = run_dir(self.home)
+        _private_dir(folder)
+        path = os.path.join(folder, f"{self.pid}.sock")
+        if len(os.fsencode(path)) > _SOCKET_PATH_MAX:  # a deep LORE_HOME: a private temp folder
+            import tempfile
+
+            self._temp_dir = tempfile.mkdtemp(prefix="lore-")  # 0700
+            path = os.path.join(self._temp_dir, "s")
+        if os.path.lexists(path):
+            os.unlink(path)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)  # the socket is created 0600, never briefly open to others
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o600)
+        sock.listen(8)
+        self._sock, self.socket_path = sock, path
+        info = json.dumps({"pid": self.pid, "socket": path, "token": self.token,
+                           "db": os.path.realpath(self.db_path)})
+        tmp = f"{self.info_path}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(info)
+        os.replace(tmp, self.info_path)  # a reader sees the whole file or none
+        import threading  # here: the hook imports this module for ask() alone
+
+        self._thread = threading.Thread(target=self._serve, name="lore-prompt-socket",
+                                        daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        import hmac
+
+        sock = self._sock
+        while sock is not None and self._sock is not None:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return  # closed
+            with conn:
+                try:
+                    conn.settimeout(SERVER_READ_TIMEOUT)
+                    if not _peer_is_owner(conn):
+                        continue
+                    request = json.loads(_read_line(conn, MAX_REQUEST) or b"null")
+                    if not isinstance(request, dict) or not hmac.compare_digest(
+                            str(request.get("token", "")), self.token):
+                        continue
+                    answer = self.handle(request)
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                except Exception:  # one bad client must not stop the listener
+                    import logging
+
+                    logging.getLogger("lore.server").warning("prompt socket request failed",
+                                                             exc_info=True)
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+        for path in (self.info_path, self.socket_path):
+            try:
+                if path:
+                    os.unlink(path)
+            except OSError:
+                pass
+        if self._temp_dir:
+            try:
+                os.rmdir(self._temp_dir)
+            except OSError:
+                pass
+
+
+def _read_line(conn: socket.socket, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if b"\n" in chunk:
+            break
+    return b"".join(chunks).split(b"\n", 1)[0]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_stale(info_path: str, socket_path: object) -> None:
+    """A crashed server's announcement, its socket and the private temp folder it made."""
+    for stale in (info_path, socket_path):
+        try:
+            if isinstance(stale, str):
+                os.unlink(stale)
+        except OSError:
+            pass
+    if isinstance(socket_path, str):
+        folder = os.path.dirname(socket_path)
+        if os.path.basename(folder).startswith("lore-"):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+
+
+def _servers(home: str, db_path: str) -> list[dict[str, Any]]:
+    """Announced servers of this database, newest first; files of dead servers are removed."""
+    folder = run_dir(home)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except OSError:
+        return []
+    db = os.path.realpath(db_path)
+    found = []
+    for name in names:
+        path = os.path.join(folder, name)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                info = json.loads(fh.read(4096))
+            pid = int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not _alive(pid):
+            _remove_stale(path, info.get("socket"))
+            continue
+        if info.get("db") == db and isinstance(info.get("socket"), str):
+            try:
+                info["_mtime"] = os.stat(path).st_mtime
+            except OSError:
+                continue
+            found.append(info)
+    found.sort(key=lambda i: i["_mtime"], reverse=True)
+    return found
+
+
+def ask(home: str, db_path: str, request: dict[str, Any], timeout: float
+        ) -> dict[str, Any] | None:
+    """The first running server's answer within `timeout` seconds in all, or None."""
+    import time
+
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    deadline = time.monotonic() + timeout
+    for info in _servers(home, db_path):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(left)
+                sock.connect(info["socket"])
+                sock.sendall(json.dumps({**request, "token": info.get("token", "")}).encode()
+                             + b"\n")
+                chunks: list[bytes] = []
+                while True:
+                    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    if chunk.endswith(b"\n") or sum(map(len, chunks)) > MAX_ANSWER:
+                        break
+            answer = json.loads(b"".join(chunks) or b"null")
+            if isinstance(answer, dict):
+                return answer
+        except (OSError, ValueError):  # refused, timed out, or garbled: try the next one
+            continue
+    return None
