@@ -120,7 +120,22 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX idx_llm_usage_at ON llm_usage(at);
     """,
-    # 6: the viewer's curation journal (what each edit, correction, move, merge or confirmation
+    # 6: the days and periods a fragment's own text names (timeparse.written_dates), as day
+    # numbers (date.toordinal), so that time-aware recall finds knowledge stored long after
+    # the fact. Filled at insert; fragments stored before this version are dated by
+    # Store.date_written_backlog.
+    """
+    CREATE TABLE fragment_dates (
+        fragment_id TEXT NOT NULL REFERENCES fragments(id) ON DELETE CASCADE,
+        first_day INTEGER NOT NULL,
+        last_day INTEGER NOT NULL,
+        PRIMARY KEY (fragment_id, first_day, last_day)
+    ) WITHOUT ROWID;
+    CREATE INDEX idx_fragment_dates_day ON fragment_dates(first_day, last_day);
+    INSERT OR REPLACE INTO meta (key, value)
+        SELECT 'written_dates_backlog', COALESCE(MAX(rowid), 0) FROM fragments;
+    """,
+    # 7: the viewer's curation journal (what each edit, correction, move, merge or confirmation
     # needs to be undone; `undo` is '{}' once it cannot be), and sessions looked up by id
     """
     CREATE TABLE curation_journal (

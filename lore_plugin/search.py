@@ -7,21 +7,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import vector_snapshot
 from .store import Store
-from .types import EMBED_BYTES, EMBED_DIM, Fragment
+from .types import EMBED_BYTES, EMBED_DIM
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
 
-COSINE_SHARE = 0.5  # fusion weight of the cosine; BM25 gets the rest
 REDUCE_FROM = 20_000  # below this an exact scan is already fast
 REDUCED_DIMS = 128
 PCA_SAMPLE = 4096
@@ -364,32 +362,3 @@ def _pca_basis(matrix: np.ndarray) -> np.ndarray:
 
     _, _, vt = np.linalg.svd(matrix.astype(np.float32), full_matrices=False)
     return np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)
-
-
-@dataclass
-class Fusion:
-    """How well one fragment matches the query text: score-level fusion of its cosine and its
-    BM25 score, each scaled by the best among the candidates (so both lie in 0..1). On both
-    benchmarks in bench/ this beats reciprocal rank fusion, which throws the margins away."""
-
-    mode: str
-    cos: dict[str, float]
-    kw: dict[str, float]
-    frags: dict[str, Fragment]
-    keyword_only: bool
-    _tops: tuple[float, float] = field(default=(0.0, 0.0), init=False)
-
-    def __post_init__(self) -> None:
-        top_cos = max((self.cos.get(i, 0.0) for i in self.frags), default=0.0)
-        top_kw = max((self.kw.get(i, 0.0) for i in self.frags), default=0.0)
-        self._tops = (top_cos, top_kw)
-
-    def __call__(self, fid: str) -> float:
-        top_cos, top_kw = self._tops
-        c = max(self.cos.get(fid, 0.0), 0.0) / top_cos if top_cos > 0 else 0.0
-        k = self.kw.get(fid, 0.0) / top_kw if top_kw > 0 else 0.0
-        if self.mode == "vector":
-            return c
-        if self.mode == "keyword" or self.keyword_only:
-            return k
-        return COSINE_SHARE * c + (1 - COSINE_SHARE) * k

@@ -231,3 +231,34 @@ def _window(text: str, m: re.Match[str], days: tuple[date, date], now: float,
         span_start = around.start()
         fuzz *= 3
     return TimeWindow(start, end, fuzz, (span_start, m.end()))
+
+
+MAX_WRITTEN_DAYS = 92  # a quarter; longer periods (a year, "since March") date nothing
+
+
+def written_dates(text: str, today: date) -> list[tuple[date, date]]:
+    """The days and periods a note's own text names ("2025-01-10 | deployed the Spark job",
+    "the outage in early March 2024"), as [first day, last day], for time-aware recall of
+    knowledge stored long after the fact. `today` is the note's creation day, which relative
+    expressions ("yesterday") count from. Open ranges (since, before) and periods longer
+    than a quarter are left out: they would date the note on too many days."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[date, date]] = []
+    for kind, rx in _COMPILED:
+        for match in rx.finditer(text):
+            if any(match.start() < end and start < match.end() for start, end in taken):
+                continue
+            prep = (match.groupdict().get("prep") or "").lower()
+            if _BOUND.search(text[:match.start()]) or prep in (
+                    "since", "after", "before", "until"):
+                continue
+            try:
+                days = _resolve(kind, match, today)
+            except (ValueError, KeyError, IndexError, OverflowError):
+                continue
+            if days is None or (days[1] - days[0]).days >= MAX_WRITTEN_DAYS:
+                continue
+            taken.append(match.span())
+            if days not in found:
+                found.append(days)
+    return found

@@ -10,6 +10,8 @@ methods in its own module (a mixin), built on `connection.Connection`:
     vectors      embedding blobs, samples, the vector epoch
     fragments    insert, get, resolve ids, update, supersede, delete (on hierarchy, vectors)
     keywords     FTS5 keyword search
+    terms        query terms' tokens and document frequencies, candidates' tokens
+    written      the days a fragment's text names (fragment_dates)
     bookkeeping  watermarks, ingestion failures, meta, consolidation runs
     history      the history from before Lore's first run, the LLM token ledger (on bookkeeping)
     upkeep       integrity, FTS rebuild, orphans, WAL, secure delete
@@ -32,12 +34,13 @@ from .history import HISTORY_KEY, HISTORY_MARK, History
 from .keywords import Keywords
 from .merging import Merging
 from .rows import FRAGMENT_COLUMNS
+from .terms import Terms
 from .upkeep import Upkeep
 
 __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK", "IN_CHUNK",
            "BusyError", "Store", "StoreError", "new_id"]
 
 
-class Store(Curation, Merging, Forgetting, Fragments, Keywords, History, Bookkeeping, Upkeep,
-            Backup, Decay):
+class Store(Curation, Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping,
+            Upkeep, Backup, Decay):
     """One connection to the memory database with every storage method (see the modules)."""

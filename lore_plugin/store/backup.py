@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from .vectors import Vectors
+from .written import WrittenDates
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
     from typing import Any
 
 
-class Backup(Vectors):
+class Backup(Vectors, WrittenDates):
     EXPORT_COLUMNS = ("id", "content", "summary", "depth", "embedding", "created_at",
                       "last_accessed", "access_count", "source_session", "superseded_by",
                       "metadata", "importance", "relevance_score", "decay_rate",
@@ -56,6 +57,7 @@ class Backup(Vectors):
             self.conn.executemany(
                 "UPDATE fragments SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
                 [(f["superseded_by"], f["id"]) for f in fragments if f.get("superseded_by")])
+            self._redate_written([f["id"] for f in fragments])  # dated by their stored text
             self.conn.executemany(
                 "INSERT OR IGNORE INTO edges (id, source, target, kind, weight, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",

@@ -12,6 +12,7 @@ from .connection import IN_CHUNK, new_id
 from .hierarchy import Hierarchy
 from .rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
 from .vectors import Vectors
+from .written import WrittenDates
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def _decay_rate_for(importance: float) -> float:
     return decay_rate_for(importance)
 
 
-class Fragments(Hierarchy, Vectors):
+class Fragments(Hierarchy, Vectors, WrittenDates):
     def insert(self, new: NewFragment, now: float, embedding: bytes | None = None,
                parent_id: str | None = None) -> str:
         """Every fragment is written here, whoever made it (ingestion, store_memory, lore
@@ -38,19 +39,21 @@ class Fragments(Hierarchy, Vectors):
 
         fid = new.id or new_id()
         created = new.created_at if new.created_at is not None else now
+        summary, content = redact(new.summary), redact(new.content)
         with self.write():
             self.conn.execute(
                 "INSERT INTO fragments (id, content, summary, depth, embedding, created_at, "
                 "last_accessed, access_count, source_session, metadata, importance, "
                 "relevance_score, decay_rate, last_reinforced, project, source, basis, "
                 "confirmed_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (fid, redact(new.content), redact(new.summary), new.depth, embedding, created,
+                (fid, content, summary, new.depth, embedding, created,
                  created, new.source_session, json.dumps(new.metadata), new.importance,
                  new.importance * 1.3, _decay_rate_for(new.importance), created, new.project,
                  new.source, new.basis, new.confirmed_at),
             )
             if parent_id is not None:
                 self.link(parent_id, fid, "hierarchical", 1.0, now)
+            self._date_written(fid, summary, content, created)
         return fid
 
     def get(self, fid: str) -> Fragment:
@@ -139,6 +142,8 @@ class Fragments(Hierarchy, Vectors):
                 self.conn.execute("UPDATE fragments SET summary = ? WHERE id = ?", (summary, fid))
             if content is not None:
                 self.conn.execute("UPDATE fragments SET content = ? WHERE id = ?", (content, fid))
+            if summary is not None or content is not None:
+                self._redate_written([fid])
             if embedding is not None:
                 self.conn.execute("UPDATE fragments SET embedding = ? WHERE id = ?", (embedding, fid))
                 self.bump_vector_epoch()
