@@ -15,3 +15,4 @@ $py bench/bench_tokens.py --json bench/results/tokens.json
 $py bench/bench_consolidate.py --json bench/results/consolidate.json
 $py bench/bench_recall.py --json bench/results/recall.json "$@"
 $py bench/bench_prompt_recall.py --json bench/results/prompt_recall.json
+$py bench/bench_viewer.py --json bench/results/viewer.json

@@ -154,6 +154,16 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from .errors import InvalidInput
+
+    if (args.file is None) == (args.markdown is None):
+        raise InvalidInput("give a FILE for a JSON Lines backup, or --markdown DIR (not both)")
+    if args.markdown is not None:
+        from .markdown import export_markdown
+
+        files = export_markdown(settings, args.markdown)
+        print(f"wrote {files} topic files to {args.markdown} (a read-only view)")
+        return 0
     from .maintenance import export
 
     counts = export(settings, args.file)
@@ -212,8 +222,10 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     sub.add_parser("resume", help="undo `lore pause`")
     p = sub.add_parser("doctor", help="check the database and repair with --fix")
     p.add_argument("--fix", action="store_true")
-    p = sub.add_parser("export", help="write a JSON Lines backup")
-    p.add_argument("file", type=Path)
+    p = sub.add_parser("export", help="write a JSON Lines backup, or a Markdown mirror")
+    p.add_argument("file", type=Path, nargs="?")
+    p.add_argument("--markdown", type=Path, metavar="DIR",
+                   help="one Markdown file per topic (Obsidian-friendly, read-only view)")
     p = sub.add_parser("import", help="preview, then (--yes) add a backup's missing knowledge")
     p.add_argument("file", type=Path)
     p.add_argument("--yes", action="store_true")

@@ -274,7 +274,7 @@ def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> l
         with store.write():
             for victim in doomed[1:] + doomed[:1]:
                 store.delete(victim, now)
-            _scrub_reports(store, summaries)
+            scrub_reports(store, summaries)
         store.purge_deleted()
         vector_snapshot.remove(settings.db_path)  # it still holds the forgotten vectors
         return doomed
@@ -285,7 +285,7 @@ def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> l
 FORGOTTEN = "[forgotten]"
 
 
-def _scrub_reports(store: Store, summaries: list[str]) -> int:
+def scrub_reports(store: Store, summaries: list[str]) -> int:
     """Consolidation reports quote summaries (merges, links, supersessions, what decay
     forgot), quoted as '...' and often clipped: an item quoting a forgotten fragment is
     replaced whole, reason and all. Returns how many reports changed."""

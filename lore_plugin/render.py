@@ -32,7 +32,7 @@ def source_label(frag: Fragment) -> str:
     label = SOURCES.get(frag.source or "", "earlier version")
     if frag.basis == "inferred":
         label += ", inferred"
-    if frag.confirmed_at is not None and frag.source not in ("user", "remember"):
+    if frag.confirmed_at is not None and frag.source not in ("user", "remember", "viewer"):
         label += ", confirmed"
     if frag.metadata.get(RESUMMARISED_AT):
         label += ", summary by consolidation"

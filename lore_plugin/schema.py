@@ -100,7 +100,7 @@ MIGRATIONS: list[str] = [
     ALTER TABLE fragments ADD COLUMN basis TEXT;
     ALTER TABLE fragments ADD COLUMN confirmed_at REAL;
     """,
-    # 5 (branch cost, issue 15): the transcripts that predate Lore's first run (only `lore
+    # 5 (issue 15): the transcripts that predate Lore's first run (only `lore
     # ingest` reads them), and one row per LLM call for token accounting and the daily budget
     """
     CREATE TABLE history (
@@ -173,6 +173,20 @@ MIGRATIONS: list[str] = [
         ignored_streak INTEGER NOT NULL DEFAULT 0,
         updated_at REAL NOT NULL
     );
+    """,
+    # 8: the viewer's curation journal (what each edit, correction, move, merge or confirmation
+    # needs to be undone; `undo` is '{}' once it cannot be), and sessions looked up by id
+    """
+    CREATE TABLE curation_journal (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at REAL NOT NULL,
+        action TEXT NOT NULL,
+        fragment_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        undo TEXT NOT NULL DEFAULT '{}',
+        undone_at REAL
+    );
+    CREATE INDEX idx_fragments_session ON fragments(source_session, created_at);
     """,
 ]
 

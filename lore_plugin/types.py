@@ -21,6 +21,7 @@ SOURCES = {
     "subagent": "subagent",  # a subagent's transcript
     "agent": "agent-stored",  # store_memory: the agent decided to keep it
     "remember": "user, lore remember",  # the user typed it into the CLI
+    "viewer": "user, in the viewer",  # the user corrected it in `lore ui`
     "import": "imported",
     "consolidation": "consolidation",  # written by the sleep cycle (merges, re-summaries)
 }

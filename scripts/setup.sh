@@ -39,6 +39,18 @@ if [ ! -x "$venv/bin/python" ]; then
   rm -f "$stamp"
 fi
 
+# The viewer's browser test drives Debian's headless Chromium through chromedriver. Installed
+# only when missing, and only where apt-get can run (as root, as on CI); elsewhere, say how.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing chromium and chromium-driver for the browser test" >&2
+    apt-get update -q >&2 && apt-get install -y -q chromium chromium-driver >&2
+  else
+    echo "setup: the browser test needs chromium and chromedriver (Debian: apt-get install" \
+      "chromium chromium-driver)" >&2
+  fi
+fi
+
 py=$venv/bin/python
 want=$("$py" -c 'import hashlib, sys
 h = hashlib.sha256()

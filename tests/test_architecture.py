@@ -15,10 +15,12 @@ PACKAGE = ROOT / "lore_plugin"
 # Which module or subpackage (relative to lore_plugin) may import which outside library.
 OWNERS = {"apsw": {"store"}, "anthropic": {"llm"}, "mcp": {"server"},
           "onnxruntime": {"embedding"}, "tokenizers": {"embedding"},
-          "huggingface_hub": {"model_source"}, "fastembed": set()}
+          "huggingface_hub": {"model_source"}, "fastembed": set(),
+          "starlette": {"web"}, "uvicorn": {"web"}}
 # The pure core imports nothing from the rest of the package.
 PURE = {"types.py": set(), "errors.py": set(), "relevance.py": set(), "schema.py": set()}
-HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic")
+HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic", "starlette",
+         "uvicorn")
 MAX_LINES = 400  # the house style's limit for a module a newcomer can read in one sitting
 
 
@@ -91,12 +93,23 @@ def test_the_pure_core_does_not_reach_outwards(module):
 
 
 def test_no_core_module_imports_the_entry_points():
-    entry = {"server", "hooks", "cli", "cli_ops", "cli_maint", "worker"}
     known = modules()
+    entry = {"server", "hooks", "cli", "cli_ops", "cli_maint", "worker"} | {
+        name for name in known if name.split(".")[0] == "web"}
     for name, path in known.items():
         if name in entry:
             continue
         assert not local_imports(name, path, known) & entry, name
+
+
+def test_only_the_command_line_starts_the_viewer():
+    """The web package is reached from `lore ui` alone: the hooks, the worker and the MCP
+    server never import it, even lazily."""
+    known = modules()
+    users = {name for name, path in known.items()
+             if name.split(".")[0] != "web" and any(t.split(".")[0] == "web" for t in
+                                                     local_imports(name, path, known))}
+    assert users == {"cli_ops"}, users
 
 
 def test_every_module_stays_readable_in_size():
@@ -178,7 +191,8 @@ def test_the_stop_hook_path_skips_even_the_light_but_slow_imports(tmp_path):
 def test_the_server_module_starts_without_loading_the_model_or_the_sdk(tmp_path):
     code = ("import sys, json; import lore_plugin.server; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "{'numpy', 'fastembed', 'onnxruntime', 'anthropic'})))")
+            "{'numpy', 'fastembed', 'onnxruntime', 'anthropic'} "
+            "or m.startswith('lore_plugin.web'))))")  # (mcp itself loads starlette and uvicorn)
     out = subprocess.run([PYTHON, "-c", code], env=python_env(), capture_output=True, text=True,
                          timeout=60)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []

@@ -148,6 +148,14 @@ def test_commands_take_arguments_and_only_the_memory_tools(
     assert "$ARGUMENTS" in body
 
 
+def test_the_memory_command_only_runs_the_launcher_to_print_the_viewer_url() -> None:
+    meta, body = frontmatter(REPO / "commands" / "memory.md")
+    assert meta["description"]
+    run = "${CLAUDE_PLUGIN_ROOT}/scripts/lore-launch cli ui --url"
+    assert meta["allowed-tools"] == [f"Bash({run})"]
+    assert f"!`{run}`" in body
+
+
 def install_from_marketplace(claude: Path, tmp_path: Path) -> tuple[Path, dict[str, object]]:
     """Runs the README's two install commands in a fresh HOME; returns it and the plugin entry."""
     # A copy of the plugin as shipped: a developer's .venv or caches must not be in the test.

@@ -19,13 +19,15 @@ methods in its own module (a mixin), built on `connection.Connection`:
     decay        consolidation's relevance table and edge decay
     merging      consolidation's topic-merge candidates and the merge itself
     forgetting   what to forget, and forgetting
-    loops        failures and their recurring patterns, recall use (issue 17)"""
+    loops        failures and their recurring patterns, recall use (issue 17)
+    curation     the viewer's tree pages, activity, and the undo journal of curation"""
 
 from __future__ import annotations
 
 from .backup import Backup
 from .bookkeeping import Bookkeeping
 from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, StoreError, new_id
+from .curation import Curation
 from .decay import Decay
 from .forgetting import Forgetting
 from .fragments import Fragments
@@ -41,6 +43,6 @@ __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK",
            "BusyError", "Store", "StoreError", "new_id"]
 
 
-class Store(Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping, Upkeep, Backup,
-            Decay, Loops):
+class Store(Curation, Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping,
+            Upkeep, Backup, Decay, Loops):
     """One connection to the memory database with every storage method (see the modules)."""

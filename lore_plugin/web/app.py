@@ -1,0 +1,167 @@
+"""The viewer's application and server: routes, error pages, and `serve()`, which binds
+127.0.0.1 on a free port and publishes the URL.
+
+Starlette and uvicorn come with the mcp SDK already (it serves MCP over HTTP with them), so
+the viewer adds no dependency; they give a tested HTTP/1.1 parser, form parsing and routing
+that a stdlib `http.server` would have us write and secure ourselves."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from ..config import Settings
+from ..errors import LoreError, NotFound
+from ..memory import Memory
+from ..private import create_private
+from . import actions, activity, pages
+from .html import CSS, JS, page
+from .security import Guard, Secrets
+from .viewer import Viewer
+
+log = logging.getLogger(__name__)
+URL_FILE = "ui.json"  # under LORE_HOME: the running viewer's URL, for `lore ui --url`
+
+
+async def static(request: Request) -> Response:
+    name = request.path_params["name"]
+    if name == "app.css":
+        return Response(CSS, media_type="text/css")
+    if name == "app.js":
+        return Response(JS, media_type="text/javascript")
+    return Response("not found", status_code=404, media_type="text/plain")
+
+
+async def on_error(request: Request, exc: Exception) -> Response:
+    """Domain errors become a page that says what went wrong; anything else is logged."""
+    if isinstance(exc, LoreError):
+        status = 404 if isinstance(exc, NotFound) else 400
+        return HTMLResponse(page("Cannot do that", '<p><a href="/">Back to the topics</a></p>',
+                                 error=str(exc)), status_code=status)
+    log.exception("viewer: %s %s failed", request.method, request.url.path)
+    return HTMLResponse(page("Something went wrong", "<p>The details are in the log.</p>",
+                             error=f"{type(exc).__name__}"), status_code=500)
+
+
+def build_app(viewer: Viewer) -> Guard:
+    routes = [
+        Route("/", pages.tree),
+        Route("/children", pages.children),
+        Route("/search", pages.search),
+        Route("/fragment/{fid}", pages.fragment),
+        Route("/activity", activity.activity_page),
+        Route("/activity/doctor", activity.doctor_checks),
+        Route("/static/{name}", static),
+        Route("/fragment/{fid}/{action}", actions.fragment_action, methods=["POST"]),
+        Route("/merge", actions.merge, methods=["POST"]),
+        Route("/undo/{entry:int}", actions.undo, methods=["POST"]),
+        Route("/retry", actions.retry, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={LoreError: on_error, Exception: on_error})
+    app.state.viewer = viewer
+    return Guard(app, viewer.secrets)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def publish(home: Path, url: str) -> Path:
+    """Writes the URL owner-only (it carries the token) for `lore ui --url` to find."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    target = home / URL_FILE
+    tmp = home / f".{URL_FILE}.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    with open(create_private(tmp), "w") as fh:
+        json.dump({"url": url, "pid": os.getpid()}, fh)
+    tmp.replace(target)
+    return target
+
+
+def published(home: Path) -> dict[str, Any] | None:
+    """The running viewer's {url, pid}, or None when the file is missing or stale (its process
+    is gone, or nothing listens on its port: the pid may have been reused)."""
+    try:
+        data = json.loads((home / URL_FILE).read_text())
+        os.kill(int(data["pid"]), 0)
+        port = urlsplit(str(data["url"])).port
+        with socket.create_connection(("127.0.0.1", port or 0), timeout=2):
+            pass
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return data
+
+
+def _owner(url_file: Path) -> int | None:
+    try:
+        return int(json.loads(url_file.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def serve(settings: Settings, memory: Memory, port: int = 0,
+          on_ready: Callable[[str], None] | None = None, idle_minutes: float = 0) -> None:
+    """Runs until interrupted, or with `idle_minutes` until no request came for that long (a
+    viewer started in the background by /lore:memory must not run forever). `on_ready` gets
+    the URL once the socket listens."""
+    import uvicorn
+
+    secrets_ = Secrets(port=port or free_port())
+    viewer = Viewer(settings, memory, secrets_)
+    guard = build_app(viewer)
+    config = uvicorn.Config(guard, host="127.0.0.1", port=secrets_.port,
+                            log_level="warning", access_log=False, lifespan="off",
+                            server_header=False, proxy_headers=False)
+    server = uvicorn.Server(config)
+    url_file = None
+
+    async def main() -> None:
+        nonlocal url_file
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.serve)
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.05)
+            url_file = publish(settings.home, secrets_.url())
+            # The vector index loads now, not on the first search.
+            tg.start_soon(viewer.run, lambda: memory.search("warm up", limit=1))
+            if on_ready is not None:
+                on_ready(secrets_.url())
+            while idle_minutes and not server.should_exit:
+                await anyio.sleep(min(30.0, idle_minutes * 60 / 4))
+                if time.monotonic() - guard.last_request > idle_minutes * 60:
+                    log.info("viewer: idle for %s minutes, stopping", idle_minutes)
+                    server.should_exit = True
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    # uvicorn re-raises the SIGTERM it caught once it has shut down; ending through this
+    # handler (not the default one) lets the URL file be removed below.
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        anyio.run(main)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if url_file is not None and _owner(url_file) == os.getpid():
+            url_file.unlink(missing_ok=True)
+        memory.close()
