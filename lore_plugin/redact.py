@@ -350,8 +350,24 @@ _COMPILED: tuple[tuple[frozenset[str], re.Pattern[str], Callable[[re.Match[str]]
 _ALL_HINTS = tuple(sorted({hint for item in RULES for hint in item.hints}))
 
 
+MAX_PASSES = 4  # redact() repeats until a pass changes nothing; this bounds a pathological text
+
+
 def redact(text: str) -> str:
-    """Replace secrets with `[REDACTED:<kind>]` and <private> sections with `[PRIVATE]`."""
+    """Replace secrets with `[REDACTED:<kind>]` and <private> sections with `[PRIVATE]`.
+
+    Passes repeat until nothing changes (at most MAX_PASSES): when two secrets touch with no
+    separator, the first one's match can end inside the second, and only a second pass sees
+    what is left of it. Text without secrets costs one pass, as before."""
+    for _ in range(MAX_PASSES):
+        cleaner = _redact_once(text)
+        if cleaner == text:
+            return cleaner
+        text = cleaner
+    return text
+
+
+def _redact_once(text: str) -> str:
     if not text:
         return text
     if "<" in text:

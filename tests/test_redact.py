@@ -379,3 +379,14 @@ def test_redact_as_a_whole_runs_in_linear_time_on_adversarial_input() -> None:
             slow.append(f"{unit[:40]!r}: {small * 1000:.1f} ms, {large * 1000:.1f} ms")
 
     assert not slow, "; ".join(slow)
+
+
+def test_secrets_glued_together_are_all_redacted_in_one_call() -> None:
+    """A first match can end inside the next secret when nothing separates them; redact()
+    repeats until a pass changes nothing, so no part of the second one reaches the LLM."""
+    lines = dict(SECRETS)
+    for first, second in (("shopify-token", "url-password-with-slash"), ("vault-token", "env-pat")):
+        glued = lines[first] + lines[second]
+        once = redact(glued)
+        assert redact(once) == once
+        assert not [v for v in SECRET_VALUES if v in once], once
