@@ -71,7 +71,7 @@ class MemoryBase:
         self.embedder = embedder
         self.clock = clock
         self.project = project
-        self.index = VectorIndex(snapshot_path(self.db_path))
+        self._index: VectorIndex | None = None
         self._writer: Store | None = None
         self._reader: Store | None = None
         # Keyword search runs on its own connection and thread while the query is embedded
@@ -79,6 +79,14 @@ class MemoryBase:
         # slowest stage sets the latency rather than the sum of them.
         self._keyword_store: Store | None = None
         self._keyword_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def index(self) -> VectorIndex:
+        """Made on first use: the SessionStart brief reads topics only, and the index would
+        import numpy (~0.1 s) for nothing."""
+        if self._index is None:
+            self._index = VectorIndex(snapshot_path(self.db_path))
+        return self._index
 
     # -- connections --------------------------------------------------------------------
     @property

@@ -19,7 +19,6 @@ from .memory_base import (
     embedding_text,
     log,
 )
-from .redact import redact
 from .types import Fragment, NewFragment
 
 
@@ -62,6 +61,8 @@ class Writes(MemoryBase):
         keep it (types.SOURCES): the agent through store_memory, or the user ("remember"),
         whose word counts as confirmed."""
         content, summary = _check_text(content, "content"), _check_text(summary, "summary")
+        from .redact import redact  # its 150 patterns compile on import: not for the brief
+
         # Redacted before it is embedded or compared, not only when the store writes it.
         content, summary = redact(content), redact(summary)
         _check_range(depth, "depth", 0, MAX_DEPTH)
