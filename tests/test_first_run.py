@@ -17,6 +17,7 @@ from lore_plugin.store import Store
 from tests.conftest import PYTHON, ROOT, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel, prompt_text
+from tests.test_hooks import wait_for as wait
 from tests.transcripts import TranscriptWriter
 
 LAUNCH = ROOT / "scripts" / "lore-launch"
@@ -59,13 +60,8 @@ def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL, timeout=300)
 
 
-def wait_for(condition, timeout: float = 90.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
+def wait_for(condition) -> bool:
+    return wait(condition, timeout=90.0)  # workers start through the launcher: allow more
 
 
 def facts(db: Path) -> list[str]:
