@@ -271,10 +271,8 @@ def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> No
             log_dir = Path(read_values(dict(os.environ))[0]["home"]) / "logs"
         from .redact import redact
 
-        log_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
-            fh.write(redact(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name} failed: "
-                            f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}\n"))
+        _log_note(log_dir, name, redact(f"failed: {type(exc).__name__}: {exc}\n"
+                                        f"{traceback.format_exc()}"))
     except Exception:  # nowhere to log: stay silent rather than break the session
         pass
 
