@@ -72,6 +72,24 @@ def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
     mem.close()
 
 
+@pytest.fixture()
+def api():
+    """A fake Anthropic API on 127.0.0.1 that extracts the rules a test's turns state."""
+    from tests.fake_anthropic import FakeAnthropic
+    from tests.knowledge_api import KnowledgeModel
+
+    with FakeAnthropic(KnowledgeModel()) as server:
+        yield server
+
+
+@pytest.fixture()
+def env(tmp_path, api, isolated_home):
+    """The environment a hook or CLI subprocess gets: the fake API, a scratch home, batches of 5."""
+    return python_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url,
+                      LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
+                      LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
+
+
 def python_env(**extra: str) -> dict[str, str]:
     """Environment for subprocesses that must import this checkout."""
     env = dict(os.environ)

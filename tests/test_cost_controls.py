@@ -10,28 +10,13 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from lore_plugin.store import Store
 from lore_plugin.usage import day_start, next_day, price_of
-from tests.conftest import PYTHON, python_env
+from tests.conftest import PYTHON
 from tests.fake_anthropic import FakeAnthropic
-from tests.knowledge_api import KnowledgeModel, prompt_text
+from tests.knowledge_api import prompt_text
 from tests.test_hooks import fact_count, first_run, payload, run_hook, wait_for
 from tests.transcripts import TranscriptWriter
-
-
-@pytest.fixture()
-def api():
-    with FakeAnthropic(KnowledgeModel()) as server:
-        yield server
-
-
-@pytest.fixture()
-def env(tmp_path, api, isolated_home):
-    return python_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url,
-                      LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
-                      LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:

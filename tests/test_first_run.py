@@ -16,17 +16,11 @@ import pytest
 from lore_plugin.store import Store
 from tests.conftest import PYTHON, ROOT, python_env
 from tests.fake_anthropic import FakeAnthropic
-from tests.knowledge_api import KnowledgeModel, prompt_text
+from tests.knowledge_api import prompt_text
 from tests.test_hooks import wait_for as wait
 from tests.transcripts import TranscriptWriter
 
 LAUNCH = ROOT / "scripts" / "lore-launch"
-
-
-@pytest.fixture()
-def api():
-    with FakeAnthropic(KnowledgeModel()) as server:
-        yield server
 
 
 @pytest.fixture()

@@ -14,28 +14,13 @@ import pytest
 from lore_plugin.hooks import parse_event
 from lore_plugin.locks import transcript_lock
 from lore_plugin.store import Store
-from tests.conftest import FIXTURES, PYTHON, python_env
-from tests.fake_anthropic import FakeAnthropic
-from tests.knowledge_api import KnowledgeModel
+from tests.conftest import FIXTURES, PYTHON
 from tests.transcripts import TranscriptWriter
 
 # Where Claude Code writes a session's transcript under the HOME the env fixture sets: the
 # hooks accept transcripts only inside Claude Code's projects folder.
 TRANSCRIPT = "home/.claude/projects/-work-project-a/t.jsonl"
 SAMPLES = [json.loads(line) for line in (FIXTURES / "hook_stdin_samples.jsonl").read_text().splitlines()]
-
-
-@pytest.fixture()
-def api():
-    with FakeAnthropic(KnowledgeModel()) as server:
-        yield server
-
-
-@pytest.fixture()
-def env(tmp_path, api, isolated_home):
-    return python_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url,
-                      LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
-                      LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
 
 
 def run_hook(name: str, payload: dict | bytes, env: dict) -> tuple[subprocess.CompletedProcess, float]:

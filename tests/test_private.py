@@ -19,8 +19,6 @@ from lore_plugin.llm_cli import ClaudeCliLLM
 from lore_plugin.maintenance import doctor, export
 from lore_plugin.memory import Memory
 from tests.conftest import PYTHON, python_env
-from tests.fake_anthropic import FakeAnthropic
-from tests.knowledge_api import KnowledgeModel
 from tests.test_hooks import TRANSCRIPT, fact_count, payload, wait_for
 from tests.transcripts import TranscriptWriter
 
@@ -51,12 +49,6 @@ def home_memory(isolated_home, embedder):
     mem.store("Deploys go out on Tuesdays", "deploy day", parent_id=None, depth=0)
     mem.close()
     return settings
-
-
-@pytest.fixture()
-def api():
-    with FakeAnthropic(KnowledgeModel()) as server:
-        yield server
 
 
 def test_a_whole_cycle_under_umask_022_leaves_nothing_readable_by_others(tmp_path, isolated_home, api):
