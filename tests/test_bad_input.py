@@ -19,7 +19,7 @@ from lore_plugin.config import Settings, load_settings
 from lore_plugin.lines import count_turns_fast
 from lore_plugin.store import Store
 from lore_plugin.transcript import read_delta
-from tests.test_hooks import api, env, fact_count, payload, run_hook, wait_for  # noqa: F401
+from tests.test_hooks import fact_count, payload, run_hook, wait_for
 from tests.test_maintenance import run_cli
 from tests.test_memory import tree
 from tests.transcripts import TranscriptWriter
