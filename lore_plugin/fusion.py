@@ -51,7 +51,12 @@ class Fusion:
     The BM25 share adapts to the query: it is (1 - COSINE_SHARE) times the trust that the
     best keyword match earns by the share of the query's IDF mass it holds (`coverage`), so
     a query that only shares common or incidental words with the memory is ranked by
-    meaning."""
+    meaning. Within a query, a candidate's BM25 counts in full only when it holds as much of
+    that mass as the best match does (`covered`, measured for the best BM25 matches; weaker
+    ones keep their score) or means what the query means (its scaled cosine), whichever is
+    more: a note about something else that shares one of the query's words ("customers")
+    gets little for it, while one that holds half of a two-part question, or that the
+    query's meaning also points to, keeps its keyword evidence."""
 
     mode: str
     cos: dict[str, float]
@@ -59,6 +64,7 @@ class Fusion:
     frags: dict[str, Fragment]
     keyword_only: bool
     coverage: float = 1.0
+    covered: dict[str, float] = field(default_factory=dict)
     trust: float = field(default=1.0, init=False)
     _tops: tuple[float, float] = field(default=(0.0, 0.0), init=False)
 
@@ -76,5 +82,8 @@ class Fusion:
             return c
         if self.mode == "keyword" or self.keyword_only:
             return k
+        held = self.covered.get(fid)
+        if held is not None and self.coverage > 0:
+            k *= max(min(held / self.coverage, 1.0), c)
         share = (1 - COSINE_SHARE) * self.trust
         return (1 - share) * c + share * k

@@ -123,7 +123,7 @@ class Memory(Writes):
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
         match = Fusion(mode, cos, kw, frags, qvec is None,
-                       max((coverage.get(i, 0.0) for i in frags), default=0.0))
+                       max((coverage.get(i, 0.0) for i in frags), default=0.0), coverage)
         scores = {fid: match(fid) for fid in frags}
         if mode == "hybrid":
             self._spread(store, scores, match, depth, include_superseded, qvec)

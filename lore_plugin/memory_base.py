@@ -28,7 +28,7 @@ KEYWORD_CANDIDATES = 100
 COVERAGE_FROM = 20  # best keyword matches whose tokens measure the query's coverage (the
 # maximum is what counts, and the best BM25 matches hold most)
 PROJECT_BOOST = 1.15
-BROUGHT_DOWN = 0.6  # share of a matching branch's score its descendants get (see bench/README)
+BROUGHT_DOWN = 0.5  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
 MAX_DEPTH = 8
 PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour

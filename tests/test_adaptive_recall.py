@@ -8,7 +8,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from lore_plugin.fusion import keyword_coverage, keyword_trust
+from lore_plugin.fusion import Fusion, keyword_coverage, keyword_trust
+from lore_plugin.types import Fragment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,6 +45,30 @@ def test_trust_is_full_for_good_matches_and_falls_steeply_for_weak_ones():
     assert keyword_trust(1.0) == keyword_trust(0.6) == 1.0
     assert keyword_trust(0.45) > keyword_trust(0.3) > 5 * keyword_trust(0.15) > 0
     assert keyword_trust(0.0) == 0.0
+
+
+def _fusion(cos: dict[str, float], kw: dict[str, float], covered: dict[str, float]) -> Fusion:
+    frags = {fid: Fragment(fid, "", "", 2, 0.0, 0.0, 0, 0.5, 0.0, 0.0, 1.0) for fid in cos}
+    return Fusion("hybrid", cos, kw, frags, False, max(covered.values()), covered)
+
+
+def test_a_note_sharing_one_query_word_gets_little_for_it_unless_it_means_the_same():
+    # "charging more as customers use more": the near miss holds every word; the target
+    # (usage-based pricing) none; other notes hold "customers" alone.
+    match = _fusion(cos={"near miss": 0.60, "target": 0.43, "brushes": 0.28, "close": 0.57},
+                    kw={"near miss": 9.0, "brushes": 2.5, "close": 2.5},
+                    covered={"near miss": 1.0, "brushes": 0.27, "close": 0.27})
+    assert match.trust == 1.0
+    assert match("target") > match("brushes")  # before: 0.36 against 0.37
+    # A note that means what the query means keeps its keyword evidence in proportion.
+    close_cos = 0.57 / 0.60
+    assert match("close") - 0.5 * close_cos > 0.9 * 0.5 * (2.5 / 9.0) * close_cos
+
+
+def test_a_partial_keyword_match_holding_as_much_as_the_best_keeps_all_of_it():
+    match = _fusion(cos={"a": 0.5, "b": 0.1}, kw={"a": 4.0, "b": 2.0},
+                    covered={"a": 0.7, "b": 0.7})
+    assert match("b") == 0.5 * 0.2 + 0.5 * 0.5
 
 
 def test_the_paraphrase_set_keeps_its_own_rules():
