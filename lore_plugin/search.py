@@ -246,9 +246,12 @@ class VectorIndex:
             dates = np.concatenate([known[1], np.fromiter(
                 (tail[i].created_at if i in tail else np.nan for i in new), dtype=np.float64)])
         else:
-            created = {row[0]: row[5] for row in store.relevance_table()}
-            dates = np.fromiter((created.get(int(r), np.nan) for r in rowids),
-                                dtype=np.float64, count=len(rowids))
+            known_rows = np.fromiter(store.creation_times(),
+                                     dtype=[("rowid", np.int64), ("at", np.float64)])
+            at = np.minimum(np.searchsorted(known_rows["rowid"], rowids),
+                            max(len(known_rows) - 1, 0))
+            dates = (np.where(known_rows["rowid"][at] == rowids, known_rows["at"][at], np.nan)
+                     if len(known_rows) else np.full(len(rowids), np.nan))
         with self._lock:
             if self._epoch == epoch and len(dates) == len(self.ids):
                 self._dates = (epoch, dates)

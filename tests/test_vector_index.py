@@ -264,3 +264,23 @@ def test_top_rows_is_exact_with_ties_masks_and_every_size():
         finite = np.sort(scores[np.isfinite(scores)])
         assert len(set(top.tolist())) == len(top)
         assert np.array_equal(np.sort(scores[top]), finite[len(finite) - min(n, len(finite)):])
+
+
+def test_creation_dates_line_up_with_the_index_rows(tmp_path):
+    """Time-window search reads every fragment's creation time once; the index holds only the
+    fragments with a vector, so its rows skip some rowids, and each date must land on its own
+    row (a query naming a time filters by them)."""
+    rng = np.random.default_rng(3)
+    store = Store(tmp_path / "m.db")
+    with store.write():
+        for i in range(60):
+            vec = clustered(rng, 1)[0].astype("<f4").tobytes() if i % 4 else None
+            store.insert(NewFragment(content=f"c{i}", summary=f"s{i}", depth=1, id=f"{i:032x}",
+                                     created_at=1000.0 + i * 86400), now=1.0, embedding=vec)
+    index = search.VectorIndex()
+    index.refresh(store)
+    index.load_dates(store)
+    ids = [i.decode() for i in index.ids]
+    assert len(ids) == 45 and index._dates is not None
+    assert [int(fid, 16) for fid in ids] == [i for i in range(60) if i % 4]
+    assert index._dates[1].tolist() == [1000.0 + int(fid, 16) * 86400 for fid in ids]

@@ -4,7 +4,7 @@ associative edges weakened and pruned."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .connection import Connection
 
@@ -20,6 +20,11 @@ class Decay(Connection):
         return self.conn.execute(
             "SELECT rowid, importance, access_count, decay_rate, last_reinforced, created_at, "
             "depth, relevance_score FROM fragments").fetchall()
+
+    def creation_times(self) -> Iterator[tuple[int, float]]:
+        """(rowid, created_at) of every fragment in rowid order, streamed: at 100K a list of
+        whole rows cost the server a 36 MB peak for two numbers a row."""
+        yield from self.conn.execute("SELECT rowid, created_at FROM fragments ORDER BY rowid")
 
     def set_relevance_if_unchanged(self, rows: Sequence[tuple[float, int, float, int]]) -> int:
         """(score, rowid, last_reinforced, access_count): a fragment recalled since the caller
