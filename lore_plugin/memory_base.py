@@ -27,7 +27,7 @@ CANDIDATES = 100
 KEYWORD_CANDIDATES = 100
 COVERAGE_FROM = 20  # best keyword matches whose tokens measure the query's coverage (the
 # maximum is what counts, and the best BM25 matches hold most)
-PROJECT_BOOST = 1.15
+PROJECT_BOOST = 1.1  # see CLEAR_LEAD
 BROUGHT_DOWN = 0.5  # share of a matching branch's score its descendants get (see bench/README)
 MAX_LIMIT = 100
 MAX_DEPTH = 8
@@ -38,9 +38,12 @@ SPREAD_FROM = 20  # how many of the best matches lend
 SPREAD_TO = 0.3  # own match (fused, 0..1) from which a neighbour takes the full loan
 TIME_FLOOR = 0.1  # weight of a fragment far outside the time the query names
 TIME_EPSILON = 0.2  # lets the named time alone order fragments that match no words
-# Fused scores spread wider than RRF's did, so relevance needs a little more weight to keep
-# breaking near-ties in favour of what is used (RRF's top ten lay within 15% of each other).
-RELEVANCE_WEIGHT = 0.25
+# Relevance (what is used and recent) and the current project break near-ties; together they
+# can move a fragment by less than CLEAR_LEAD, so a match that much better always ranks first
+# (issue 16): PROJECT_BOOST / (1 - RELEVANCE_WEIGHT) = 1.375. Near-ties in tests/test_memory.py
+# are 8-9 % apart, so neither factor can be much smaller.
+CLEAR_LEAD = 1.4
+RELEVANCE_WEIGHT = 0.2
 
 
 def embedding_text(summary: str, content: str, parent_summary: str | None = None) -> str:

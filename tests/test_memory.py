@@ -300,3 +300,53 @@ def test_results_carry_their_full_text_although_candidates_are_ranked_without_it
         assert best.content.startswith("Connection pool exhaustion")
         assert best.metadata == {"source": "incident 42"} and best.parent_id == ids["pg"]
         assert all(s.fragment.content and s.fragment.summary for s in recall.fragments)
+
+
+def test_relevance_and_the_project_break_near_ties_but_never_a_clear_similarity_lead(
+        memory, db_path, embedder, clock, monkeypatch):
+    """Issue 16: what is used, recent and in this project wins among near-equal matches (the
+    two tests above), but a note that matches clearly better (CLEAR_LEAD) ranks first even
+    when it is old, never recalled and from another project."""
+    from lore_plugin import memory as engine
+
+    topic = memory.store("Deployment", "Deployment", depth=0).id
+    elsewhere = Memory(db_path, embedder, clock=clock, project="/work/project-b")
+    clear = elsewhere.store("Production deploys go through the blue-green pipeline; traffic "
+                            "flips once the green stack passes its checks.",
+                            "Blue-green production deploys", parent_id=topic, depth=1).id
+    elsewhere.close()
+    clock.advance(days=200)
+    weaker = memory.store("The deploy job posts its summary to the #releases channel.",
+                          "Deploy summaries in #releases", parent_id=topic, depth=1).id
+    for _ in range(8):
+        clock.advance(days=2)
+        memory.reinforce([weaker])
+    query = "how do blue-green production deploys flip traffic"
+    monkeypatch.setattr(engine, "RELEVANCE_WEIGHT", 0.0)
+    monkeypatch.setattr(engine, "PROJECT_BOOST", 1.0)
+    match = {s.fragment.id: s.score for s in memory.search(query, depth=1).fragments}
+    assert match[clear] >= engine.CLEAR_LEAD * match[weaker], match
+    favoured = memory.get(weaker)
+    assert favoured.relevance_score > 2 * memory.get(clear).relevance_score
+    monkeypatch.undo()
+    assert engine.PROJECT_BOOST / (1 - engine.RELEVANCE_WEIGHT) < engine.CLEAR_LEAD
+    ranked = [s.fragment.id for s in memory.search(query, depth=1).fragments]
+    assert ranked.index(clear) < ranked.index(weaker)
+
+
+def test_no_relevance_or_project_can_overturn_a_clear_lead_at_the_extremes(memory):
+    """The bound itself: the least relevant fragment from another project, matching
+    CLEAR_LEAD times better, still ranks above the most relevant one from this project."""
+    from lore_plugin import memory as engine
+    from lore_plugin.types import Fragment
+
+    def frag(fid: str, relevance: float, project: str) -> Fragment:
+        return Fragment(fid, "", "", 1, 0.0, 0.0, 0, 0.5, 0.0, 0.0, relevance, project=project)
+
+    frags = {"clear": frag("clear", 0.0, "/work/elsewhere"),
+             "favoured": frag("favoured", 9.0, "/work/project-a")}
+    scores = {"clear": 1.0, "favoured": 0.999 / engine.CLEAR_LEAD}
+    ranked = memory._rank(scores, frags, {}, 2)
+    assert [s.fragment.id for s in ranked] == ["clear", "favoured"]
+    scores["favoured"] = 1.0  # an equal match: relevance and the project decide
+    assert [s.fragment.id for s in memory._rank(scores, frags, {}, 2)] == ["favoured", "clear"]
