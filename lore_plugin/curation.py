@@ -13,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import vector_snapshot
 from .embedding import to_blob
 from .errors import InvalidInput, NotFound
-from .maintenance import scrub_reports
+from .maintenance import forget_fragments
 from .memory import Memory, embedding_text
 from .redact import redact
 from .render import clip, short_id
@@ -101,36 +100,10 @@ class Curator:
         return self.store.get(nid)
 
     def forget(self, fid: str, with_children: bool) -> list[str]:
-        """Deletes a fragment, and with `with_children` its whole subtree; otherwise its
-        children move up to its parent (a topic's children have nowhere to go). As `lore
-        forget` does, the consolidation reports that quote it lose those items."""
-        store = self.store
-        frag = store.get(store.resolve_id(fid))
-        below = store.descendant_ids(frag.id, include_superseded=True)
-        if frag.depth == 0 and below and not with_children:
-            raise InvalidInput("a topic's concepts would have no parent: forget it with its "
-                               "children, or merge it into another topic")
-        doomed = [frag.id]
-        if with_children:
-            doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
-        older = store.older_versions(frag.id)
-        while older:  # earlier versions hold much the same text: they go too
-            doomed += older
-            older = [o for fid in older for o in store.older_versions(fid) if o not in doomed]
-        now = self.clock()
-        store.secure_delete()
-        summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
-        with store.write():
-            for victim in doomed[1:] + doomed[:1]:
-                if store.has_live_or_dead(victim):
-                    store.delete(victim, now)
-            scrub_reports(store, summaries)  # consolidation reports quote summaries too
-            store.journal_drop_undo(fragment_ids=doomed)
-            store.journal_add("forget", frag.id, f"forgot {len(doomed)} fragment(s) "
-                              f"[{short_id(frag.id)}]", {}, now)
-        store.purge_deleted()
-        vector_snapshot.remove(Path(self.memory.db_path))  # it still holds the vectors
-        return doomed
+        """Deletes a fragment, and with `with_children` its whole subtree, exactly as `lore
+        forget` does (maintenance.forget_fragments), and notes it in the journal."""
+        return forget_fragments(self.store, Path(self.memory.db_path), fid, with_children,
+                                self.clock(), journal=True)
 
     def move(self, fid: str, parent_id: str) -> Fragment:
         frag = self._live(fid)

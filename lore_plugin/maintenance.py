@@ -17,7 +17,7 @@ from .errors import InvalidInput
 from .locks import FileLock, temp_sibling
 from .private import create_private
 from .redact import redact
-from .render import clip
+from .render import clip, short_id
 from .store import Store
 from .types import EMBED_BYTES
 
@@ -260,26 +260,50 @@ def apply_import(settings: Settings, plan: ImportPlan) -> None:
 
 
 def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> list[str]:
-    """Deletes a fragment (and with `cascade` its whole subtree); otherwise its children move
-    up to its parent. FTS rows and vectors go with the rows. Returns the deleted ids."""
+    """`lore forget`: what the viewer's forget does (forget_fragments). Returns the deleted
+    ids."""
     store = Store(settings.db_path)
     try:
-        fid = store.resolve_id(fragment_id)
-        doomed = [fid]
-        if cascade:
-            below = store.descendant_ids(fid, include_superseded=True)
-            doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
-        store.secure_delete()
-        summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
-        with store.write():
-            for victim in doomed[1:] + doomed[:1]:
-                store.delete(victim, now)
-            scrub_reports(store, summaries)
-        store.purge_deleted()
-        vector_snapshot.remove(settings.db_path)  # it still holds the forgotten vectors
-        return doomed
+        return forget_fragments(store, settings.db_path, fragment_id, cascade, now)
     finally:
         store.close()
+
+
+def forget_fragments(store: Store, db_path: Path, fragment_id: str, with_children: bool,
+                     now: float, journal: bool = False) -> list[str]:
+    """True forgetting, the one way both `lore forget` and the viewer do it. Deletes a
+    fragment, and with `with_children` its whole subtree; otherwise its children move up to
+    its parent (a topic's children would have nowhere to go, so that is refused). The
+    versions it superseded hold much the same text and go too. Consolidation reports that
+    quote it lose those items, the curation journal forgets what undo kept of it, and the
+    file keeps no copy (zeroed pages, FTS merged, VACUUM, WAL truncated, vector snapshot
+    removed). `journal` records the forgetting itself in the curation journal."""
+    frag = store.get(store.resolve_id(fragment_id))
+    below = store.descendant_ids(frag.id, include_superseded=True)
+    if frag.depth == 0 and below and not with_children:
+        raise InvalidInput("a topic's concepts would have no parent: forget it with its "
+                           "children, or merge it into another topic")
+    doomed = [frag.id]
+    if with_children:
+        doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
+    older = store.older_versions(frag.id)
+    while older:
+        doomed += older
+        older = [o for fid in older for o in store.older_versions(fid) if o not in doomed]
+    store.secure_delete()
+    summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
+    with store.write():
+        for victim in doomed[1:] + doomed[:1]:
+            if store.has_live_or_dead(victim):
+                store.delete(victim, now)
+        scrub_reports(store, summaries)
+        store.journal_drop_undo(fragment_ids=doomed)
+        if journal:
+            store.journal_add("forget", frag.id, f"forgot {len(doomed)} fragment(s) "
+                              f"[{short_id(frag.id)}]", {}, now)
+    store.purge_deleted()
+    vector_snapshot.remove(db_path)  # it still holds the forgotten vectors
+    return doomed
 
 
 FORGOTTEN = "[forgotten]"

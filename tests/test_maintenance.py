@@ -189,3 +189,26 @@ def test_lore_ingest_backfills_skips_what_is_done_and_retries_parked_batches(tmp
     assert facts == {"billing rule 0 uses value 0", "billing rule 1 uses value 7",
                      "billing rule 2 uses value 14", "search rule 0 uses value 0",
                      "search rule 1 uses value 7", "payments rule 9 uses value 63"}
+
+
+def test_lore_forget_is_as_thorough_as_the_viewers(memory, settings, clock):
+    """`lore forget` and the viewer forget the same way: the versions a fragment superseded
+    go with it, the curation journal keeps no copy of its text, and a topic is not left
+    with orphaned concepts."""
+    from lore_plugin.curation import Curator
+
+    ids = tree(memory)
+    cur = Curator(memory, clock)
+    cur.edit(ids["pool"], "Pool exhaustion: ERR_7731", "raise pool_size; ZEBRAQUOTA noted")
+    newer = cur.correct(ids["pool"], "Pool exhaustion shows as ERR_7731", "raise pool_size to 60")
+    memory.close()
+    with pytest.raises(InvalidInput, match="would have no parent"):
+        forget(settings, ids["db"], cascade=False, now=clock())
+    gone = forget(settings, newer.id, cascade=False, now=clock())
+    assert set(gone) == {newer.id, ids["pool"]}  # the corrected version went too
+    store = Store(settings.db_path)
+    journal = store.execute("SELECT label || undo FROM curation_journal")
+    assert journal and not any("ZEBRAQUOTA" in row[0] or "ERR_7731" in row[0] for row in journal)
+    store.close()
+    files = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))
+    assert b"ZEBRAQUOTA" not in files and b"pool_size to 60" not in files
