@@ -282,7 +282,8 @@ def forget_fragments(store: Store, db_path: Path, fragment_id: str, with_childre
     below = store.descendant_ids(frag.id, include_superseded=True)
     if frag.depth == 0 and below and not with_children:
         raise InvalidInput("a topic's concepts would have no parent: forget it with its "
-                           "children, or merge it into another topic")
+                           "children (lore forget --cascade), or merge it into another topic "
+                           "(lore ui)")
     doomed = [frag.id]
     if with_children:
         doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
