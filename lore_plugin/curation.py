@@ -60,6 +60,15 @@ class Curator:
         vector = self.memory.embed_one(embedding_text(summary, content, parent))
         return None if vector is None else to_blob(vector)
 
+    def _refresh_vectors(self, ids: list[str]) -> None:
+        """After a change commits: the fragments whose parent, or whose parent's summary,
+        changed get vectors for their new context. Best effort, outside the write lock; the
+        change itself stands either way."""
+        try:
+            self.memory.reembed(ids)
+        except Exception as exc:  # a model failure must not undo a person's edit
+            log.warning("could not re-embed %d fragment(s) after curation: %s", len(ids), exc)
+
     # -- actions ------------------------------------------------------------------------------
     def edit(self, fid: str, summary: str, content: str) -> Fragment:
         """New text for the same fragment, re-embedded; its history and links stay."""
@@ -74,6 +83,8 @@ class Curator:
             self.store.update_text(frag.id, summary, content, vector)
             self.store.journal_add("edit", frag.id, f"edited “{clip(summary, 60)}”", undo,
                                    self.clock())
+        if summary != frag.summary:
+            self._refresh_vectors(self.store.child_ids(frag.id))
         return self.store.get(frag.id)
 
     def correct(self, fid: str, summary: str, content: str) -> Fragment:
@@ -97,6 +108,8 @@ class Curator:
                                    f"“{clip(summary, 40)}”",
                                    {"old": old.id, "new": nid, "children": children,
                                     "mentions": [old.id, nid, *children]}, now)
+        if summary != old.summary:
+            self._refresh_vectors(children)
         return self.store.get(nid)
 
     def forget(self, fid: str, with_children: bool) -> list[str]:
@@ -123,6 +136,7 @@ class Curator:
                                    {"from": frag.parent_id,
                                     "mentions": [frag.id, *filter(None, [frag.parent_id])]},
                                    now)
+        self._refresh_vectors([frag.id])
         return self.store.get(frag.id)
 
     def merge(self, victim_id: str, survivor_id: str) -> Fragment:
@@ -144,6 +158,7 @@ class Curator:
                 raise InvalidInput("one of the topics changed meanwhile; reload and try again")
             store.journal_add("merge", survivor.id, f"merged “{clip(victim.summary, 40)}” into "
                               f"“{clip(survivor.summary, 40)}”", undo, now)
+        self._refresh_vectors(undo["children"])
         return store.get(survivor.id)
 
     def confirm(self, fid: str) -> Fragment:
@@ -192,7 +207,16 @@ class Curator:
             if not store.journal_undone(entry_id, now):
                 raise InvalidInput("it was undone already")
             getattr(self, f"_undo_{entry['action']}")(entry["fragment_id"], do, now)
+        self._refresh_vectors(self._context_restored(entry["action"], entry["fragment_id"], do))
         return f"undid: {entry['label']}"
+
+    def _context_restored(self, action: str, fid: str, do: dict) -> list[str]:
+        """The fragments an undo gave their old parent, or their parent's old summary, back."""
+        if action == "edit":
+            return self.store.child_ids(fid)
+        if action in ("correct", "merge"):
+            return list(do["children"])
+        return [fid] if action == "move" else []
 
     def _undo_edit(self, fid: str, do: dict, now: float) -> None:
         self.store.update_text(fid, do["summary"], do["content"], do["vector"])

@@ -113,13 +113,29 @@ class Writes(MemoryBase):
             return 0
         done = 0
         while rows := self.writer.missing_embeddings(batch):
-            texts = []
-            for fid, _ in rows:
-                frag = self.writer.get(fid)
-                parent = self.writer.get(frag.parent_id) if frag.parent_id else None
-                texts.append(embedding_text(frag.summary, frag.content,
-                                            parent.summary if parent else None))
-            vectors = self.embedder.embed(texts)  # type: ignore[union-attr]
-            self.writer.set_embeddings([(fid, to_blob(v)) for (fid, _), v in zip(rows, vectors)])
-            done += len(rows)
+            done += self._embed_in_place([fid for fid, _ in rows])
         return done
+
+    def reembed(self, ids: list[str], batch: int = 64) -> int:
+        """New vectors for fragments whose own text did not change but whose embedding text
+        did: it names the parent's summary (embedding_text), so a fragment moved elsewhere, or
+        the children of a fragment whose summary was edited, would otherwise be found by
+        their old context. With no model the old vectors stay. Returns how many."""
+        if not self.embedder_ready():
+            return 0
+        return sum(self._embed_in_place(ids[start:start + batch])
+                   for start in range(0, len(ids), batch))
+
+    def _embed_in_place(self, ids: list[str]) -> int:
+        frags = self.writer.get_many(ids)
+        parents = self.writer.get_many([f.parent_id for f in frags.values() if f.parent_id],
+                                       with_parent=False)
+        order = [fid for fid in ids if fid in frags]
+        if not order:
+            return 0
+        texts = [embedding_text(frags[fid].summary, frags[fid].content,
+                                parents[p].summary if (p := frags[fid].parent_id) in parents
+                                else None) for fid in order]
+        vectors = self.embedder.embed(texts)  # type: ignore[union-attr]
+        self.writer.set_embeddings([(fid, to_blob(v)) for fid, v in zip(order, vectors)])
+        return len(order)

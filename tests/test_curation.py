@@ -170,3 +170,39 @@ def test_forgetting_in_the_viewer_scrubs_consolidation_reports_as_lore_forget_do
     cur.forget(ids["pg"], with_children=False)
     after = json.dumps(memory.writer.last_consolidation()["report"])
     assert "PostgreSQL for invoices" not in after and FORGOTTEN in after
+
+
+def _vector_of(memory: Memory, fid: str) -> bytes:
+    return memory.writer.execute("SELECT embedding FROM fragments WHERE id = ?", (fid,))[0][0]
+
+
+def _expected_vector(memory: Memory, fid: str) -> bytes:
+    """What the fragment's vector must be for its text under its current parent."""
+    from lore_plugin.embedding import to_blob
+    from lore_plugin.memory import embedding_text
+
+    frag = memory.get(fid)
+    parent = memory.parent(fid)
+    return to_blob(memory.embed_one(embedding_text(frag.summary, frag.content,
+                                                   parent.summary if parent else None)))
+
+
+def test_children_take_their_parents_new_summary_into_their_vectors(memory, cur):
+    """A fragment's vector embeds its parent's summary as context, so renaming a concept, or
+    moving a fact elsewhere, re-embeds what now sits in a new context; a content-only edit
+    leaves the children alone."""
+    ids = tree(memory)
+    pool_before = _vector_of(memory, ids["pool"])
+    pg = memory.get(ids["pg"])
+    cur.edit(ids["pg"], pg.summary, pg.content + " Replicas lag under a second.")
+    assert _vector_of(memory, ids["pool"]) == pool_before  # the summary did not change
+    cur.edit(ids["pg"], "Invoice storage on Postgres", memory.get(ids["pg"]).content)
+    assert _vector_of(memory, ids["pool"]) != pool_before
+    for child in (ids["pool"], ids["vacuum"]):
+        assert _vector_of(memory, child) == _expected_vector(memory, child)
+    cur.move(ids["css"], ids["pg"])
+    assert _vector_of(memory, ids["css"]) == _expected_vector(memory, ids["css"])
+    entry = next(e for e in cur.history() if e.action == "move")
+    cur.undo(entry.id)
+    assert memory.parent(ids["css"]).id == ids["react"]
+    assert _vector_of(memory, ids["css"]) == _expected_vector(memory, ids["css"])
