@@ -106,6 +106,7 @@ class Run:
         self.report: dict[str, Any] = {"dry_run": dry_run, "phases": {}, "skipped": {}}
         self.asserted: list[tuple[str, str, float]] = []  # links re-affirmed this cycle
         self.existing: set[frozenset[str]] = set()
+        self.moved: list[str] = []  # children that merges put under another topic
 
     def phase(self, name: str, started: float, **values: Any) -> dict[str, Any]:
         entry = {"seconds": round(time.perf_counter() - started, 4), **values}
@@ -198,10 +199,12 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
         if run.dry_run:
             children = len(run.store.child_ids(ids[victim], include_superseded=True))
         else:
+            leaving = run.store.child_ids(ids[victim])
             done = run.store.merge_topic(ids[victim], ids[survivor], run.now)
             if done is None:
                 continue  # changed by another process meanwhile: the next cycle decides
             children = done
+            run.moved += leaving
         moved += children
         items.append(f"'{clip(names[victim], 80)}' into '{clip(names[survivor], 80)}' "
                      f"({sim:.2f}, {children} children)")
@@ -337,6 +340,12 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
     run.existing = store.associative_pairs()
     table = phase_relevance(run)
     links, victims = phase_topics(run, table)
+    if run.moved and embedder is not None and getattr(embedder, "available", True):
+        # Their vectors embed their topic's name (embedding_text): give them the new one.
+        from .memory_writes import reembed
+
+        t = time.perf_counter()
+        run.phase("reembed", t, fragments=reembed(store, embedder, run.moved))
     phase_concept_links(run, links, victims)
     from .consolidate_llm import resolve_contradictions, resummarise
 

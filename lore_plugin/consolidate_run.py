@@ -145,8 +145,11 @@ def describe(report: dict[str, Any]) -> list[str]:
     add("relevance", f"{r['fragments']} fragments, {r['changed']} "
         f"{verb('would change', 'changed')}")
     m = p["merge"]
+    reembedded = p.get("reembed", {}).get("fragments")
     add("merge", f"{m['merged']} of {m['topics']} topics {verb('would merge', 'merged')}, "
-        f"{m['children_moved']} children {verb('would move', 'moved')}", m["items"])
+        f"{m['children_moved']} children {verb('would move', 'moved')}"
+        + (f" (re-embedded under their new topic: {reembedded})" if reembedded else ""),
+        m["items"])
     for key, title in (("topic_links", "topic links"), ("concept_links", "concept links")):
         add(title, f"{p[key]['new']} new, {p[key]['kept']} kept", p[key]["items"])
     for key, title, noun in (("resummarise", "re-summarise", "topics due"),

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import relevance as rel
-from .embedding import to_blob
+from .embedding import Embedder, to_blob
 from .errors import InvalidInput
 from .memory_base import (
     MAX_DEPTH,
@@ -19,6 +19,7 @@ from .memory_base import (
     embedding_text,
     log,
 )
+from .store import Store
 from .types import Fragment, NewFragment
 
 
@@ -123,19 +124,30 @@ class Writes(MemoryBase):
         their old context. With no model the old vectors stay. Returns how many."""
         if not self.embedder_ready():
             return 0
-        return sum(self._embed_in_place(ids[start:start + batch])
-                   for start in range(0, len(ids), batch))
+        return reembed(self.writer, self.embedder, ids, batch)  # type: ignore[arg-type]
 
     def _embed_in_place(self, ids: list[str]) -> int:
-        frags = self.writer.get_many(ids)
-        parents = self.writer.get_many([f.parent_id for f in frags.values() if f.parent_id],
-                                       with_parent=False)
-        order = [fid for fid in ids if fid in frags]
-        if not order:
-            return 0
-        texts = [embedding_text(frags[fid].summary, frags[fid].content,
-                                parents[p].summary if (p := frags[fid].parent_id) in parents
-                                else None) for fid in order]
-        vectors = self.embedder.embed(texts)  # type: ignore[union-attr]
-        self.writer.set_embeddings([(fid, to_blob(v)) for fid, v in zip(order, vectors)])
-        return len(order)
+        return embed_in_place(self.writer, self.embedder, ids)  # type: ignore[arg-type]
+
+
+def reembed(store: Store, embedder: Embedder, ids: list[str], batch: int = 64) -> int:
+    """Memory.reembed for callers that hold a store and an embedder (consolidation)."""
+    return sum(embed_in_place(store, embedder, ids[start:start + batch])
+               for start in range(0, len(ids), batch))
+
+
+def embed_in_place(store: Store, embedder: Embedder, ids: list[str]) -> int:
+    """Embeds these fragments' current text in their current place and stores the vectors.
+    The model runs before the short write, never under it."""
+    frags = store.get_many(ids)
+    parents = store.get_many([f.parent_id for f in frags.values() if f.parent_id],
+                             with_parent=False)
+    order = [fid for fid in ids if fid in frags]
+    if not order:
+        return 0
+    texts = [embedding_text(frags[fid].summary, frags[fid].content,
+                            parents[p].summary if (p := frags[fid].parent_id) in parents
+                            else None) for fid in order]
+    vectors = embedder.embed(texts)
+    store.set_embeddings([(fid, to_blob(v)) for fid, v in zip(order, vectors)])
+    return len(order)

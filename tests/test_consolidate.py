@@ -142,6 +142,18 @@ def test_near_duplicate_topics_merge_and_keep_every_child(memory, settings, cloc
     assert [t.fragment.id for t in memory.topics()] == [older]
     assert "'Async programming in Rust' into 'Rust async programming'" in \
         report["phases"]["merge"]["items"][0]
+    # The moved concepts' vectors now embed their new topic's name, as a store there would.
+    from lore_plugin.consolidate_run import describe
+    from lore_plugin.memory import embedding_text
+
+    assert report["phases"]["reembed"]["fragments"] == 2
+    for child in memory.writer.child_ids(older):
+        frag = memory.writer.get(child)
+        [(vector,)] = memory.writer.execute("SELECT embedding FROM fragments WHERE id = ?",
+                                            (child,))
+        assert vector == to_blob(memory.embed_one(embedding_text(
+            frag.summary, frag.content, "Rust async programming")))
+    assert "re-embedded under their new topic: 2" in "\n".join(describe(report))
 
 
 def test_the_more_used_of_two_duplicate_topics_survives(memory, settings, clock):
