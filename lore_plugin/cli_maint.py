@@ -176,9 +176,10 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from .maintenance import apply_import, plan_import
 
     plan = plan_import(settings, args.file)
-    print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges and "
-          f"{len(plan.watermarks)} watermarks; {plan.skipped_fragments} fragments and "
-          f"{plan.skipped_edges} edges are already here")
+    print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges, "
+          f"{len(plan.watermarks)} watermarks and {len(plan.failures)} failure records; "
+          f"{plan.skipped_fragments} fragments, {plan.skipped_edges} edges and "
+          f"{plan.skipped_failures} failure records are already here")
     problems = plan.problems.describe()
     if plan.problems.skipped_rows:
         print(f"{plan.problems.skipped_rows} bad row(s) will be skipped; the rest imports:")

@@ -222,6 +222,27 @@ def check_edge(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     return edge
 
 
+def check_failure(row: Any, now: float, problems: Problems) -> dict[str, Any]:
+    """A learning-loop failure record (what broke in a session, its kind, the fix)."""
+    if not isinstance(row, dict):
+        raise BadRow("failure is not a JSON object")
+    out: dict[str, Any] = {}
+    for key in ("kind", "what"):
+        text = _text(row.get(key), f"failure {key}")
+        if not text or not text.strip():
+            raise BadRow(f"failure {key} is empty")
+        out[key] = text
+    out["fix"] = _text(row.get("fix"), "failure fix", optional=True)
+    for key in ("session_id", "project"):
+        value = _text(row.get(key), f"failure {key}", optional=True)
+        if value is not None and len(value) > MAX_PATH:
+            raise BadRow(f"failure {key} is longer than {MAX_PATH:,} characters")
+        out[key] = value
+    out["embedding"] = _embedding(row.get("embedding"), problems)
+    out["created_at"] = _number(row, "created_at", 0.0, now, problems)
+    return out
+
+
 def check_watermark(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     """A watermark past the end of its transcript would hide everything written there later
     (the Stop hook and ingestion both wait for the file to grow past it); one for a file that

@@ -39,8 +39,10 @@ class ImportPlan:
     fragments: list[dict[str, Any]] = field(default_factory=list)
     edges: list[dict[str, Any]] = field(default_factory=list)
     watermarks: list[dict[str, Any]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     skipped_fragments: int = 0
     skipped_edges: int = 0
+    skipped_failures: int = 0
     problems: importcheck.Problems = field(default_factory=importcheck.Problems)
     lines: dict[int, int] = field(default_factory=dict)  # id(row) -> its line, while planning
 
@@ -131,10 +133,11 @@ def _stale_locks(settings: Settings, fix: bool) -> Finding:
 
 
 def export(settings: Settings, out: Path) -> dict[str, int]:
-    """JSON Lines: a header, then one record per fragment, edge and watermark. Vectors are
-    base64 float32, so a round trip does not even need the model."""
+    """JSON Lines: a header, then one record per fragment, edge, watermark and learning-loop
+    failure (patterns are drawn from the failures again by the next consolidation). Vectors
+    are base64 float32, so a round trip does not even need the model."""
     store = Store(settings.db_path, readonly=True)
-    counts = {"fragments": 0, "edges": 0, "watermarks": 0}
+    counts = {"fragments": 0, "edges": 0, "watermarks": 0, "failures": 0}
     tmp = temp_sibling(out)
     fd = create_private(tmp)  # before `try`: a name we could not create is not ours to remove
     try:
@@ -154,6 +157,13 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
             for mark in store.watermark_rows():
                 fh.write(orjson.dumps({"watermark": mark}) + b"\n")
                 counts["watermarks"] += 1
+            for _, session, project, kind, _, what, fix, vector, when in store.failure_records():
+                failure = {"session_id": session, "project": project, "kind": redact(kind),
+                           "what": redact(what), "fix": None if fix is None else redact(fix),
+                           "embedding": base64.b64encode(vector).decode() if vector else None,
+                           "created_at": when}
+                fh.write(orjson.dumps({"failure": failure}) + b"\n")
+                counts["failures"] += 1
         tmp.replace(out)
     finally:
         store.close()
@@ -223,8 +233,21 @@ def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number
     elif "watermark" in record:
         plan.watermarks.append(importcheck.check_watermark(record["watermark"], now,
                                                            plan.problems))
+    elif "failure" in record:
+        failure = importcheck.check_failure(record["failure"], now, plan.problems)
+        for field_name in ("kind", "what", "fix"):  # compared and stored as the database has them
+            text = failure[field_name]
+            failure[field_name] = None if text is None else redact(text)
+        same = (failure["session_id"], failure["kind"], failure["what"], failure["created_at"])
+        if store.has_failure(*same) or any(
+                same == (f["session_id"], f["kind"], f["what"], f["created_at"])
+                for f in plan.failures):
+            plan.skipped_failures += 1
+        else:
+            plan.failures.append(failure)
     else:
-        raise importcheck.BadRow("a record that is none of fragment, edge or watermark")
+        raise importcheck.BadRow("a record that is none of fragment, edge, watermark or "
+                                 "failure")
 
 
 def _drop_dangling(store: Store, plan: ImportPlan) -> None:
@@ -252,9 +275,15 @@ def _drop_dangling(store: Store, plan: ImportPlan) -> None:
 
 
 def apply_import(settings: Settings, plan: ImportPlan) -> None:
+    from .patterns import kind_key
+
     store = Store(settings.db_path)
     try:
         store.import_rows(plan.fragments, plan.edges, plan.watermarks)
+        if plan.failures:  # own transaction: they name no fragment, and a rerun skips them
+            store.add_failure_records([
+                (f["session_id"], f["project"], f["kind"], kind_key(f["kind"]), f["what"],
+                 f["fix"], f["embedding"], f["created_at"]) for f in plan.failures])
     finally:
         store.close()
 

@@ -73,7 +73,8 @@ def test_export_then_import_into_an_empty_database_loses_nothing(memory, setting
     memory.writer.set_watermark("/t/a.jsonl", 999, clock())
     backup = tmp_path / "backup.jsonl"
     counts = export(settings, backup)
-    assert counts == {"fragments": 8, "edges": 8, "watermarks": 1}  # 6 hierarchy + 2
+    assert counts == {"fragments": 8, "edges": 8, "watermarks": 1,  # 6 hierarchy + 2
+                      "failures": 0}
     fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
     plan = plan_import(fresh, backup)
     assert len(plan.fragments) == 8 and plan.skipped_fragments == 0
@@ -212,3 +213,34 @@ def test_lore_forget_is_as_thorough_as_the_viewers(memory, settings, clock):
     store.close()
     files = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))
     assert b"ZEBRAQUOTA" not in files and b"pool_size to 60" not in files
+
+
+def test_failure_records_travel_with_an_export_once(memory, settings, tmp_path, clock, embedder):
+    """The learning loops' failure records (the patterns are drawn from them again) go out
+    with the knowledge, come in once however often the file is imported, and a bad one is
+    skipped with its reason while the rest imports."""
+    import orjson
+
+    from lore_plugin.embedding import to_blob
+    from lore_plugin.patterns import kind_key
+
+    tree(memory)
+    vector = to_blob(memory.embed_one("the wheel for numpy was missing"))
+    memory.writer.add_failure_records([
+        ("s1", "/work/a", "ModuleNotFoundError", kind_key("ModuleNotFoundError"),
+         "the wheel for numpy was missing", "pip install numpy", vector, clock()),
+        ("s2", None, "TimeoutError", kind_key("TimeoutError"), "the API call hung", None, None,
+         clock() + 1)])
+    backup = tmp_path / "backup.jsonl"
+    assert export(settings, backup)["failures"] == 2
+    with open(backup, "ab") as fh:
+        fh.write(orjson.dumps({"failure": {"kind": "", "what": "x", "created_at": 1.0}}) + b"\n")
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    plan = plan_import(fresh, backup)
+    assert len(plan.failures) == 2 and plan.problems.skipped_rows == 1
+    assert any("failure kind is empty" in line for line in plan.problems.describe())
+    apply_import(fresh, plan)
+    rows = [r[1:] for r in Store(fresh.db_path).failure_records()]
+    assert rows == [r[1:] for r in memory.writer.failure_records()]
+    again = plan_import(fresh, backup)
+    assert again.failures == [] and again.skipped_failures == 2

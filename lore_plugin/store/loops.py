@@ -26,6 +26,13 @@ class Loops(Connection):
                 [(s, p, redact(k), key, redact(w), None if f is None else redact(f), e, t)
                  for s, p, k, key, w, f, e, t in rows])
 
+    def has_failure(self, session_id: str | None, kind: str, what: str, created_at: float
+                    ) -> bool:
+        """Whether this failure is recorded already (an import's duplicate check)."""
+        return self._one("SELECT 1 FROM failures WHERE session_id IS ? AND kind = ? AND "
+                         "what = ? AND created_at = ?",
+                         (session_id, kind, what, created_at)) is not None
+
     def failure_records(self) -> list[tuple[Any, ...]]:
         """(id, session id, project, kind, kind key, what, fix, embedding, created_at), oldest
         first."""
