@@ -3,6 +3,7 @@ per session), and an injectable clock."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -73,12 +74,19 @@ def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
 
 
 @pytest.fixture()
-def api():
-    """A fake Anthropic API on 127.0.0.1 that extracts the rules a test's turns state."""
-    from tests.fake_anthropic import FakeAnthropic
+def model():
+    """The fake model behind `api`: what it was asked, and what it answers."""
     from tests.knowledge_api import KnowledgeModel
 
-    with FakeAnthropic(KnowledgeModel()) as server:
+    return KnowledgeModel()
+
+
+@pytest.fixture()
+def api(model):
+    """A fake Anthropic API on 127.0.0.1 that extracts the rules a test's turns state."""
+    from tests.fake_anthropic import FakeAnthropic
+
+    with FakeAnthropic(model) as server:
         yield server
 
 
@@ -88,6 +96,18 @@ def env(tmp_path, api, isolated_home):
     return python_env(ANTHROPIC_API_KEY="test-key", ANTHROPIC_BASE_URL=api.url,
                       LORE_HOME=str(isolated_home), LORE_DB_PATH=str(isolated_home / "memory.db"),
                       LORE_BATCH_SIZE="5", HOME=str(tmp_path / "home"))
+
+
+def bench_recall():
+    """bench/bench_recall.py as a module (bench/ is not a package), loaded once."""
+    if "bench_recall" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("bench_recall",
+                                                      ROOT / "bench" / "bench_recall.py")
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_recall"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_recall"]
 
 
 def python_env(**extra: str) -> dict[str, str]:

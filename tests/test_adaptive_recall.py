@@ -4,23 +4,13 @@ meaning, on the hand-written paraphrase set in bench/data and through the real m
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 from lore_plugin.fusion import Fusion, keyword_coverage, keyword_trust
 from lore_plugin.types import Fragment
+from tests.conftest import bench_recall
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_recall", ROOT / "bench" / "bench_recall.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_recall", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_coverage_counts_rare_words_far_more_than_common_ones():
@@ -72,7 +62,7 @@ def test_a_partial_keyword_match_holding_as_much_as_the_best_keeps_all_of_it():
 
 
 def test_the_paraphrase_set_keeps_its_own_rules():
-    bench = _bench()
+    bench = bench_recall()
     data = bench.paraphrase.load()
     assert len(data["queries"]) >= 60 and len(data["fragments"]) >= 300
     assert {q["category"] for q in data["queries"]} == {"code", "infrastructure",
@@ -81,7 +71,7 @@ def test_the_paraphrase_set_keeps_its_own_rules():
 
 
 def test_a_paraphrase_breaking_the_rules_is_reported():
-    bench = _bench()
+    bench = bench_recall()
     data = {"fragments": [{"key": "t", "summary": "Canary deploys", "content": "5% first"},
                           {"key": "d", "summary": "Lunch", "content": "Pizza on Fridays"}],
             "queries": [{"query": "canary releases", "target": "t", "distractor": "d"}]}
@@ -91,7 +81,7 @@ def test_a_paraphrase_breaking_the_rules_is_reported():
 
 
 def test_a_slice_of_the_paraphrase_set_is_found_as_well_as_by_meaning_alone(embedder, tmp_path):
-    bench = _bench()
+    bench = bench_recall()
     corpus = bench.load_paraphrase()
     corpus.questions = corpus.questions[::4]  # 20 queries, 5 a domain, over all 309 notes
     cache = bench.CachedEmbedder(embedder, tmp_path / "embeddings.sqlite")
@@ -107,7 +97,7 @@ def test_a_slice_of_the_paraphrase_set_is_found_as_well_as_by_meaning_alone(embe
 
 def test_the_peer_corpus_stored_through_store_memory_is_found_by_the_dates_in_its_titles(
         embedder, tmp_path):
-    bench = _bench()
+    bench = bench_recall()
     data = ROOT / "tests" / "fixtures" / "bench-data" / "claude-memory-corpus.json"
     now = bench.recall_tool.peer_now(data)
     ids = bench.recall_tool.store_one_by_one(data, tmp_path / "m.db", embedder, now)

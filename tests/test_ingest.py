@@ -12,21 +12,10 @@ from lore_plugin.config import Settings
 from lore_plugin.ingest import Ingestor
 from lore_plugin.llm import pick_llm
 from lore_plugin.store import Store
-from tests.fake_anthropic import FakeAnthropic, text_reply
+from tests.fake_anthropic import text_reply
 from tests.knowledge_api import KnowledgeModel, prompt_text
 from tests.secrets_corpus import SECRET_VALUES, SECRETS
 from tests.transcripts import TranscriptWriter
-
-
-@pytest.fixture()
-def model():
-    return KnowledgeModel()
-
-
-@pytest.fixture()
-def api(model):
-    with FakeAnthropic(model) as server:
-        yield server
 
 
 @pytest.fixture()

@@ -16,7 +16,6 @@ from lore_plugin.ingest import Ingestor
 from lore_plugin.llm import pick_llm
 from lore_plugin.patterns import kind_key
 from lore_plugin.store import Store
-from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel
 from tests.transcripts import TranscriptWriter
 
@@ -34,17 +33,6 @@ IMPORT_FAILURES = [
 ]
 PORT_FAILURE = ("the dev server could not bind port 8080, already in use", "EADDRINUSE",
                 "kill the stale server process")
-
-
-@pytest.fixture()
-def model():
-    return KnowledgeModel()
-
-
-@pytest.fixture()
-def api(model):
-    with FakeAnthropic(model) as server:
-        yield server
 
 
 @pytest.fixture()

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,19 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lore_plugin import timeparse
+from tests.conftest import bench_recall
 
 ROOT = Path(__file__).resolve().parent.parent
 # The peer corpus and LoCoMo's first conversation, copied into the repo so CI never skips.
 DATA = Path(os.environ.get("LORE_BENCH_DATA", ROOT / "tests" / "fixtures" / "bench-data"))
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_recall", ROOT / "bench" / "bench_recall.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_recall", module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _data(name: str) -> Path:
@@ -45,7 +35,7 @@ def _recall_at_5(bench, corpus, embedder, folder: Path, modes: list[str]) -> dic
 
 
 def test_the_peer_corpus_is_recalled_at_five_at_least_nine_times_in_ten(embedder, tmp_path):
-    bench = _bench()
+    bench = bench_recall()
     corpus = bench.load_peer(_data("claude-memory-corpus.json"))
     got = _recall_at_5(bench, corpus, embedder, tmp_path, ["hybrid"])
     assert got["hybrid"] >= 0.90, got  # the peer publishes 0.680
@@ -55,7 +45,7 @@ def test_no_peer_category_falls_below_the_better_single_signal(embedder, tmp_pat
     """Issue 16: in every category, both Lore modes within 0.02 of BM25 or MiniLM alone,
     whichever is better there. "general" used to miss: a restaurant-performance note that
     shares only "performance" with "Spark performance optimization" took a Spark note's place."""
-    bench = _bench()
+    bench = bench_recall()
     corpus = bench.load_peer(_data("claude-memory-corpus.json"))
     cache = bench.CachedEmbedder(embedder, tmp_path / "embeddings.sqlite")
     db, ids = bench.build_database(corpus, tmp_path, cache)
@@ -65,7 +55,7 @@ def test_no_peer_category_falls_below_the_better_single_signal(embedder, tmp_pat
 
 
 def test_on_a_locomo_conversation_hybrid_beats_bm25_and_minilm_alone(embedder, tmp_path):
-    bench = _bench()
+    bench = bench_recall()
     corpus = bench.load_locomo(_data("locomo10.json"), limit=1)[0]
     got = _recall_at_5(bench, corpus, embedder, tmp_path, ["hybrid", "keyword", "vector"])
     assert got["hybrid"] > got["keyword"] and got["hybrid"] > got["vector"], got
