@@ -225,10 +225,14 @@ class Curator:
         store = self.store
         if not store.unsupersede(do["old"], do["new"]):
             raise InvalidInput("the corrected fragment changed since; it cannot be undone")
-        for child in do["children"]:
-            if store.parent_id(child) == do["new"]:
-                store.link(do["old"], child, "hierarchical", 1.0, now)
+        self._give_back(do["children"], do["new"], do["old"], now)
         store.delete(do["new"], now)
+
+    def _give_back(self, children: list[str], holder: str, owner: str, now: float) -> None:
+        """Children an action moved from `owner` to `holder` go back, unless moved since."""
+        for child in children:
+            if self.store.parent_id(child) == holder:
+                self.store.link(owner, child, "hierarchical", 1.0, now)
 
     def _undo_move(self, fid: str, do: dict, now: float) -> None:
         if do["from"] is None:
@@ -240,9 +244,7 @@ class Curator:
         store = self.store
         if not store.unsupersede(do["victim"], do["survivor"]):
             raise InvalidInput("the merged topic changed since; it cannot be undone")
-        for child in do["children"]:
-            if store.parent_id(child) == do["survivor"]:
-                store.link(do["victim"], child, "hierarchical", 1.0, now)
+        self._give_back(do["children"], do["survivor"], do["victim"], now)
         store.set_associative(do["survivor"], do["survivor_links"], now)
         store.set_associative(do["victim"], do["victim_links"], now)
 

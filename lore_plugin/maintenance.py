@@ -43,6 +43,7 @@ class ImportPlan:
     skipped_fragments: int = 0
     skipped_edges: int = 0
     skipped_failures: int = 0
+    failure_keys: set[tuple[Any, ...]] = field(default_factory=set)  # the file's, while planning
     problems: importcheck.Problems = field(default_factory=importcheck.Problems)
     lines: dict[int, int] = field(default_factory=dict)  # id(row) -> its line, while planning
 
@@ -239,11 +240,10 @@ def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number
             text = failure[field_name]
             failure[field_name] = None if text is None else redact(text)
         same = (failure["session_id"], failure["kind"], failure["what"], failure["created_at"])
-        if store.has_failure(*same) or any(
-                same == (f["session_id"], f["kind"], f["what"], f["created_at"])
-                for f in plan.failures):
+        if same in plan.failure_keys or store.has_failure(*same):
             plan.skipped_failures += 1
         else:
+            plan.failure_keys.add(same)
             plan.failures.append(failure)
     else:
         raise importcheck.BadRow("a record that is none of fragment, edge, watermark or "

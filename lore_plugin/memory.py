@@ -14,7 +14,6 @@ from .fusion import Fusion, keyword_coverage
 from .memory_base import (
     BROUGHT_DOWN,
     CANDIDATES,
-    CLEAR_LEAD,
     COVERAGE_FROM,
     KEYWORD_CANDIDATES,
     MAX_DEPTH,
@@ -41,7 +40,7 @@ from .terms import fts_expression, keyword_terms
 from .types import Fragment, ScoredFragment, TopicSummary, TreeNode
 
 # What callers import from here: the engine and the names they share with it.
-__all__ = ["CLEAR_LEAD", "MAX_DEPTH", "MAX_LIMIT", "PLACEMENT_SIMILARITY", "Clock", "Memory", "Recall",
+__all__ = ["MAX_DEPTH", "MAX_LIMIT", "PLACEMENT_SIMILARITY", "Clock", "Memory", "Recall",
            "embedding_text"]
 
 

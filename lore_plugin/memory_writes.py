@@ -114,7 +114,8 @@ class Writes(MemoryBase):
             return 0
         done = 0
         while rows := self.writer.missing_embeddings(batch):
-            done += self._embed_in_place([fid for fid, _ in rows])
+            done += embed_in_place(self.writer, self.embedder,  # type: ignore[arg-type]
+                                   [fid for fid, _ in rows])
         return done
 
     def reembed(self, ids: list[str], batch: int = 64) -> int:
@@ -125,9 +126,6 @@ class Writes(MemoryBase):
         if not self.embedder_ready():
             return 0
         return reembed(self.writer, self.embedder, ids, batch)  # type: ignore[arg-type]
-
-    def _embed_in_place(self, ids: list[str]) -> int:
-        return embed_in_place(self.writer, self.embedder, ids)  # type: ignore[arg-type]
 
 
 def reembed(store: Store, embedder: Embedder, ids: list[str], batch: int = 64) -> int:

@@ -7,6 +7,7 @@ import pytest
 from lore_plugin import relevance as rel
 from lore_plugin.errors import AmbiguousId, InvalidInput, NotFound
 from lore_plugin.memory import Memory
+from lore_plugin.memory_base import CLEAR_LEAD
 
 DAY = rel.DAY
 
@@ -325,11 +326,11 @@ def test_relevance_and_the_project_break_near_ties_but_never_a_clear_similarity_
     monkeypatch.setattr(engine, "RELEVANCE_WEIGHT", 0.0)
     monkeypatch.setattr(engine, "PROJECT_BOOST", 1.0)
     match = {s.fragment.id: s.score for s in memory.search(query, depth=1).fragments}
-    assert match[clear] >= engine.CLEAR_LEAD * match[weaker], match
+    assert match[clear] >= CLEAR_LEAD * match[weaker], match
     favoured = memory.get(weaker)
     assert favoured.relevance_score > 2 * memory.get(clear).relevance_score
     monkeypatch.undo()
-    assert engine.PROJECT_BOOST / (1 - engine.RELEVANCE_WEIGHT) < engine.CLEAR_LEAD
+    assert engine.PROJECT_BOOST / (1 - engine.RELEVANCE_WEIGHT) < CLEAR_LEAD
     ranked = [s.fragment.id for s in memory.search(query, depth=1).fragments]
     assert ranked.index(clear) < ranked.index(weaker)
 
@@ -337,7 +338,6 @@ def test_relevance_and_the_project_break_near_ties_but_never_a_clear_similarity_
 def test_no_relevance_or_project_can_overturn_a_clear_lead_at_the_extremes(memory):
     """The bound itself: the least relevant fragment from another project, matching
     CLEAR_LEAD times better, still ranks above the most relevant one from this project."""
-    from lore_plugin import memory as engine
     from lore_plugin.types import Fragment
 
     def frag(fid: str, relevance: float, project: str) -> Fragment:
@@ -345,7 +345,7 @@ def test_no_relevance_or_project_can_overturn_a_clear_lead_at_the_extremes(memor
 
     frags = {"clear": frag("clear", 0.0, "/work/elsewhere"),
              "favoured": frag("favoured", 9.0, "/work/project-a")}
-    scores = {"clear": 1.0, "favoured": 0.999 / engine.CLEAR_LEAD}
+    scores = {"clear": 1.0, "favoured": 0.999 / CLEAR_LEAD}
     ranked = memory._rank(scores, frags, {}, 2)
     assert [s.fragment.id for s in ranked] == ["clear", "favoured"]
     scores["favoured"] = 1.0  # an equal match: relevance and the project decide
