@@ -81,6 +81,18 @@ class FakeClaude:
             return text_reply("The deploy window is Thursday 09:00 UTC; I stored the checklist note.")
 
 
+def plugin_env(home: Path, lore_home: Path, api_url: str) -> dict[str, str]:
+    """Claude Code against the fake API, with this checkout as the plugin's Python package,
+    the test model, and MCP servers waited for (not connected in the background)."""
+    from lore_plugin.embedding import assemble_from_packages
+
+    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
+    return claude_env(home, ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="dummy",
+                      LORE_PYTHON=sys.executable, PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
+                      LORE_EMBED_MODEL_DIR=str(model_dir), MCP_CONNECTION_NONBLOCKING="0",
+                      MCP_CONNECT_TIMEOUT_MS="20000")
+
+
 def run_claude(prompt: str, project: Path, env: dict, *tools: str) -> subprocess.CompletedProcess:
     cmd = [str(claude_binary()), "-p", prompt, "--plugin-dir", str(ROOT)]
     if tools:
@@ -100,18 +112,12 @@ def facts_in(db: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_a_fact_stated_in_one_session_is_recalled_through_mcp_in_the_next(tmp_path):
-    from lore_plugin.embedding import assemble_from_packages
-
-    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
     fake = FakeClaude()
     home, project, lore_home = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
     project.mkdir()
     db = lore_home / "memory.db"
     with FakeAnthropic(fake) as api:
-        env = claude_env(home, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="dummy",
-                         LORE_PYTHON=sys.executable, PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
-                         LORE_EMBED_MODEL_DIR=str(model_dir), MCP_CONNECTION_NONBLOCKING="0",
-                         MCP_CONNECT_TIMEOUT_MS="20000")
+        env = plugin_env(home, lore_home, api.url)
         first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
                            project, env)
         assert first.returncode == 0, first.stderr
@@ -165,18 +171,12 @@ def last_user_text(body: dict) -> str:
 
 @pytest.mark.slow
 def test_a_fact_from_an_earlier_session_reaches_the_next_prompt_without_a_tool_call(tmp_path):
-    from lore_plugin.embedding import assemble_from_packages
-
-    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
     fake = PromptRecallClaude()
     home, project, lore_home = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
     project.mkdir()
     db = lore_home / "memory.db"
     with FakeAnthropic(fake) as api:
-        env = claude_env(home, ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="dummy",
-                         LORE_PYTHON=sys.executable, PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
-                         LORE_EMBED_MODEL_DIR=str(model_dir), MCP_CONNECTION_NONBLOCKING="0",
-                         MCP_CONNECT_TIMEOUT_MS="20000")
+        env = plugin_env(home, lore_home, api.url)
         first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
                            project, env)
         assert first.returncode == 0, first.stderr
