@@ -35,12 +35,12 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np
 
-from lore_plugin.config import Settings
-from lore_plugin.consolidate import consolidate
-from lore_plugin.embedding import to_blob
-from lore_plugin.relevance import MemoryState, relevance
+from lore_plugin.consolidation.cycle import consolidate
+from lore_plugin.core.config import Settings
+from lore_plugin.core.relevance import MemoryState, relevance
+from lore_plugin.core.types import NewFragment
+from lore_plugin.embedding.embedder import to_blob
 from lore_plugin.store import Store
-from lore_plugin.types import NewFragment
 
 CACHE = ROOT / "bench" / ".cache"
 LAYOUT_VERSION = 1  # bump when the synthetic layout changes, to rebuild the cached database

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from common import ROOT, bench_env, summary_ms, table, write_json
 
-from lore_plugin.config import Settings
-from lore_plugin.history import record_if_first_run
-from lore_plugin.memory import Memory
+from lore_plugin.capture.history import record_if_first_run
+from lore_plugin.core.config import Settings
+from lore_plugin.recall.memory import Memory
 from tests.transcripts import TranscriptWriter
 
 LAUNCH = ROOT / "scripts" / "lore-launch"
@@ -84,7 +84,7 @@ def prepare(tmp: Path) -> tuple[dict[str, str], dict[str, bytes]]:
 
 def start_server(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
     """The MCP server as Claude Code starts it; returns once it is warm."""
-    from lore_plugin.embedding import assemble_from_packages
+    from lore_plugin.embedding.embedder import assemble_from_packages
 
     model = assemble_from_packages(ROOT / "bench" / ".cache" / "models" / "all-MiniLM-L6-v2")
     server = subprocess.Popen([str(LAUNCH), "mcp"], cwd=cwd, stdin=subprocess.PIPE,

@@ -18,7 +18,7 @@ import sys
 
 from common import ROOT, table, write_json
 
-from lore_plugin.embedding import LocalEmbedder, find_model_dir, optimized_model
+from lore_plugin.embedding.embedder import LocalEmbedder, find_model_dir, optimized_model
 
 CACHE = ROOT / "bench" / ".cache"
 PROBE = """
@@ -38,7 +38,7 @@ now, peak = rss()
 print(json.dumps({{"import_s": t1 - t0, "load_s": t2 - t1, "rss_mb": now - base,
                   "peak_mb": peak - base}}))
 """
-LOCAL = dict(imports="from lore_plugin.embedding import OnnxSentenceModel\nfrom pathlib import Path",
+LOCAL = dict(imports="from lore_plugin.embedding.embedder import OnnxSentenceModel\nfrom pathlib import Path",
              embed="model.embed(['retry policy timeouts'], batch_size=1)")
 
 

@@ -1,5 +1,5 @@
 """How the per-prompt recall threshold was chosen: precision and injection rate of the
-UserPromptSubmit hook's selection (lore_plugin/prompt_recall.py) on the retrieval benchmarks.
+UserPromptSubmit hook's selection (lore_plugin/recall/prompt_recall.py) on the retrieval benchmarks.
 
     python bench/bench_prompt_recall.py [--limit-conversations N] [--json PATH]
 
@@ -39,10 +39,10 @@ from bench_recall import (  # noqa: E402
 )
 from common import table, write_json  # noqa: E402
 
-from lore_plugin import prompt_recall as pr  # noqa: E402
-from lore_plugin.embedding import LocalEmbedder  # noqa: E402
-from lore_plugin.memory import Memory  # noqa: E402
-from lore_plugin.terms import keyword_terms  # noqa: E402
+from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
+from lore_plugin.recall import prompt_recall as pr  # noqa: E402
+from lore_plugin.recall.memory import Memory  # noqa: E402
+from lore_plugin.recall.terms import keyword_terms  # noqa: E402
 
 COSINES = (0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)
 WORD_RULES = ((2, 0.5), (2, 0.6), (3, 0.5), (3, 0.6), (3, 0.75), (4, 0.6))

@@ -52,11 +52,11 @@ import paraphrase  # noqa: E402
 import recall_tool  # noqa: E402
 from common import ROOT, machine, table, write_json  # noqa: E402
 
-from lore_plugin.embedding import MODEL_NAME, LocalEmbedder, to_blob  # noqa: E402
-from lore_plugin.memory import Memory, embedding_text  # noqa: E402
-from lore_plugin.schema import SCHEMA_VERSION  # noqa: E402
+from lore_plugin.core.types import NewFragment  # noqa: E402
+from lore_plugin.embedding.embedder import MODEL_NAME, LocalEmbedder, to_blob  # noqa: E402
+from lore_plugin.recall.memory import Memory, embedding_text  # noqa: E402
 from lore_plugin.store import Store  # noqa: E402
-from lore_plugin.types import NewFragment  # noqa: E402
+from lore_plugin.store.schema import SCHEMA_VERSION  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 DATA = Path("/work/shared/bench-data")

@@ -48,11 +48,11 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import anyio
 import numpy as np
 
-from lore_plugin.embedding import LocalEmbedder, assemble_from_packages, to_blob
-from lore_plugin.memory import Memory
+from lore_plugin.core.types import NewFragment
+from lore_plugin.embedding.embedder import LocalEmbedder, assemble_from_packages, to_blob
+from lore_plugin.embedding.vector_snapshot import snapshot_path
+from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store
-from lore_plugin.types import NewFragment
-from lore_plugin.vector_snapshot import snapshot_path
 
 CACHE = ROOT / "bench" / ".cache"
 VERSION = 1
@@ -212,7 +212,7 @@ def pct(values: list[float], p: float) -> float:
 async def in_process(db: Path, embedder: LocalEmbedder, n: int) -> dict[str, float]:
     from mcp import Client
 
-    from lore_plugin.server import Service, build_server
+    from lore_plugin.server.tools import Service, build_server
 
     work = Path(tempfile.mkdtemp()) / "memory.db"
     copy_db(db, work)  # reinforcement writes must not drift the cached database
@@ -242,7 +242,7 @@ async def in_process(db: Path, embedder: LocalEmbedder, n: int) -> dict[str, flo
 
 def query_stages(memory: Memory, texts: list[str]) -> dict[str, float]:
     """Medians of the three expensive steps of one query, to show where the time goes."""
-    from lore_plugin.terms import fts_expression
+    from lore_plugin.recall.terms import fts_expression
 
     embed, vector, keyword = [], [], []
     for text in texts:

@@ -25,12 +25,12 @@ from typing import Any
 
 from common import ROOT, table, write_json
 
-from lore_plugin.config import Settings
-from lore_plugin.embedding import LocalEmbedder
-from lore_plugin.ingest import Ingestor
-from lore_plugin.llm import FakeLLM
-from lore_plugin.memory import Memory
-from lore_plugin.transcript import count_turns_fast, read_delta
+from lore_plugin.capture.ingest import Ingestor
+from lore_plugin.capture.transcript import count_turns_fast, read_delta
+from lore_plugin.core.config import Settings
+from lore_plugin.embedding.embedder import LocalEmbedder
+from lore_plugin.llm.client import FakeLLM
+from lore_plugin.recall.memory import Memory
 
 CHARS_PER_TOKEN = 3.5
 FIXTURE_DIRS = [ROOT / "tests" / "fixtures" / "claude-code-2.1.197",

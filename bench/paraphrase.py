@@ -11,10 +11,10 @@ from typing import Any
 
 from common import ROOT
 
-from lore_plugin.terms import fts_expression
+from lore_plugin.recall.terms import fts_expression
 
 DEFAULT_PARAPHRASE = ROOT / "bench" / "data" / "paraphrase.json"
-# The tokenizer of fragments_fts (lore_plugin/schema.py): a query term matches a text here
+# The tokenizer of fragments_fts (lore_plugin/store/schema.py): a query term matches a text here
 # exactly when Lore's BM25 would count it.
 TOKENIZER = "porter unicode61"
 

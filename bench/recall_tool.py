@@ -2,7 +2,7 @@
 date sits in the note's title, as the peer writes it; nothing else dates it), so every note
 is created on the same day. Its queries are then asked through `query_memory`. This goes
 through `Memory.store` and `Memory.query` with the arguments the MCP tools pass them
-(lore_plugin/server.py), without the JSON-RPC framing around them."""
+(lore_plugin/server/tools.py), without the JSON-RPC framing around them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from lore_plugin.memory import Memory
+from lore_plugin.recall.memory import Memory
 
 DAY = 86400.0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Developer setup: .venv in the repository with Lore installed editable, the test tools and
-# the offline embedding model's weights (design §9; the tokenizer ships in lore_plugin/model_files).
+# the offline embedding model's weights (design §9; the tokenizer ships in lore_plugin/embedding/model_files).
 # Safe to run again: when pyproject.toml, requirements.lock and this script are unchanged since the last
 # successful run, it returns at once without pip. The plugin's own environment is built by
 # scripts/lore-launch from the hash-locked requirements.lock instead; this is for development.

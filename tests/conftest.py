@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin.embedding import LocalEmbedder
-from lore_plugin.memory import Memory
+from lore_plugin.embedding.embedder import LocalEmbedder
+from lore_plugin.recall.memory import Memory
 
 ROOT = Path(__file__).resolve().parent.parent
-# Lore's entry points set this before they create anything (lore_plugin/private.py); tests that
+# Lore's entry points set this before they create anything (lore_plugin/core/private.py); tests that
 # call the library in-process do the same, so what they create is what a user's install holds.
 os.umask(0o077)
 # Real Claude Code 2.1.197 transcripts and hook payloads, copied from ../shared/fixtures.

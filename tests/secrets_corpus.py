@@ -505,7 +505,7 @@ SECRET_VALUES: list[str] = [value for _, _, values in _ENTRIES for value in valu
 VALUES_BY_NAME: dict[str, tuple[str, ...]] = {name: values for name, _, values in _ENTRIES}
 
 # Near misses: text shaped like the formats above that holds no secret and must survive
-# untouched (tests/test_redact.py), each named after the format it imitates.
+# untouched (tests/safety/test_redact.py), each named after the format it imitates.
 NEAR_MISSES: list[tuple[str, str]] = [
     ("env-lines", "OPENAI_KEY=$OPENAI_KEY and STRIPE_KEY=${STRIPE_KEY} come from the vault."),
     ("env-lines", "SORT_KEY=name\nDB_PASS=\nGITHUB_PAT=<your token>\nSENTRY_DSN="),

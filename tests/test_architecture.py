@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -12,13 +13,37 @@ import pytest
 from tests.conftest import PYTHON, ROOT, python_env
 
 PACKAGE = ROOT / "lore_plugin"
-# Which module or subpackage (relative to lore_plugin) may import which outside library.
+# Which package (or module, dotted below lore_plugin) may import which outside library.
 OWNERS = {"apsw": {"store"}, "anthropic": {"llm"}, "mcp": {"server"},
-          "onnxruntime": {"embedding"}, "tokenizers": {"embedding"},
-          "huggingface_hub": {"model_source"}, "fastembed": set(),
+          "onnxruntime": {"embedding.embedder"}, "tokenizers": {"embedding.embedder"},
+          "huggingface_hub": {"embedding.model_source"}, "fastembed": set(),
           "starlette": {"web"}, "uvicorn": {"web"}}
-# The pure core imports nothing from the rest of the package.
-PURE = {"types.py": set(), "errors.py": set(), "relevance.py": set(), "schema.py": set()}
+# The packages in the order knowledge flows through them, each with what it may import. A
+# package may import itself and the packages listed; nothing else, lazily or not.
+FOUNDATION = {"core", "safety", "store", "embedding", "llm"}
+ENGINE = FOUNDATION | {"recall", "capture"}
+LAYERS = {
+    "core": set(),
+    "safety": {"core"},
+    "store": {"core", "safety"},  # every insert is redacted there, the last line of defence
+    "embedding": {"core"},
+    "llm": {"core", "store"},
+    "recall": {"core", "safety", "store", "embedding"},
+    "capture": FOUNDATION | {"recall"},
+    "consolidation": ENGINE,
+    "maintenance": ENGINE,
+    # The surfaces: thin, and none reaches into another, except that the command line
+    # serves the MCP server, opens the viewer and runs the worker in the foreground.
+    "hooks": ENGINE | {"consolidation", "maintenance"},
+    "server": ENGINE | {"consolidation", "maintenance"},
+    "web": ENGINE | {"consolidation", "maintenance"},
+    "worker": ENGINE | {"consolidation", "maintenance"},
+    "cli": ENGINE | {"consolidation", "maintenance", "server", "web", "worker"},
+}
+SURFACES = {"hooks", "server", "web", "worker", "cli"}
+# The pure modules import nothing from the rest of the package but these two.
+PURE = {"core.types", "core.errors", "core.relevance", "store.schema"}
+PURE_MAY_IMPORT = {"core.types", "core.errors"}
 HEAVY = ("numpy", "anthropic", "mcp", "fastembed", "onnxruntime", "pydantic", "starlette",
          "uvicorn")
 MAX_LINES = 400  # the house style's limit for a module a newcomer can read in one sitting
@@ -47,9 +72,30 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def _named(base: list[str], aliases: list[ast.alias], known: dict[str, Path]) -> list[str]:
+    """`from BASE import a, b`: each alias is a module when BASE.a is one, else BASE itself."""
+    out = []
+    for alias in aliases:
+        dotted = ".".join([*base, alias.name])
+        out.append(dotted if dotted in known else ".".join(base) or "lore_plugin")
+    return out
+
+
+def _import_module_target(node: ast.Call) -> str | None:
+    """`importlib.import_module("lore_plugin.x")` names a module as surely as an import does."""
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if name != "import_module" or not node.args:
+        return None
+    first = node.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
+
+
 def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = False) -> set[str]:
     """The package's modules that `name` imports anywhere (lazy and type-only imports too),
-    relative imports resolved. `strict` fails on a relative import that names no module."""
+    written relatively or absolutely. `strict` fails on an import that names no module."""
     package = [] if name == "lore_plugin" else name.split(".")
     package = package if path.name == "__init__.py" else package[:-1]
     found: set[str] = set()
@@ -59,11 +105,13 @@ def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = 
                        if alias.name.startswith("lore_plugin.")]
         elif isinstance(node, ast.ImportFrom) and node.level:
             base = package[:len(package) - node.level + 1] + (node.module or "").split(".")
-            base = [p for p in base if p]
-            targets = [".".join([*base, alias.name]) if ".".join([*base, alias.name]) in known
-                       else ".".join(base) or "lore_plugin" for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lore_plugin."):
-            targets = [str(node.module).removeprefix("lore_plugin.")]
+            targets = _named([p for p in base if p], node.names, known)
+        elif isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "lore_plugin" or node.module.startswith("lore_plugin.")):
+            targets = _named(node.module.split(".")[1:], node.names, known)
+        elif isinstance(node, ast.Call) and (_import_module_target(node) or "").startswith(
+                "lore_plugin."):
+            targets = [str(_import_module_target(node)).removeprefix("lore_plugin.")]
         else:
             continue
         if strict:
@@ -72,12 +120,55 @@ def local_imports(name: str, path: Path, known: dict[str, Path], strict: bool = 
     return found
 
 
+def package_of(name: str) -> str:
+    return name.split(".")[0]
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that crosses packages against LAYERS, as "importer -> imported"."""
+    bad = []
+    for name, targets in graph.items():
+        home = package_of(name)
+        for target in sorted(targets):
+            if target != "lore_plugin" and package_of(target) not in LAYERS.get(home, set()) | {home}:
+                bad.append(f"{name} -> {target}")
+    return bad
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: local_imports(name, path, known) for name, path in known.items()}
+
+
+def test_every_module_lives_in_a_package_of_the_flow():
+    """Nothing lies loose beside the packages: the folder names tell the architecture."""
+    loose = {name for name in modules() if name != "lore_plugin" and package_of(name) not in LAYERS}
+    assert loose == set(), loose
+
+
+def test_each_package_imports_only_the_packages_below_it():
+    assert layer_violations(import_graph()) == []
+
+
+def test_the_layer_rule_sees_a_lazy_absolute_import_of_a_surface(tmp_path):
+    """The hole this rule once had: `from lore_plugin import server` inside a core function
+    was invisible, although the same import written relatively failed."""
+    known = {**modules(), "core.sneaky": tmp_path / "sneaky.py"}
+    for line in ("from lore_plugin import server", "import lore_plugin.server.tools as t",
+                 "from lore_plugin.server import tools", "from lore_plugin.server.tools import main",
+                 "importlib.import_module('lore_plugin.server')", "from .. import server"):
+        (tmp_path / "sneaky.py").write_text(f"def later():\n    {line}\n")
+        graph = {"core.sneaky": local_imports("core.sneaky", known["core.sneaky"], known)}
+        assert graph["core.sneaky"] & {"server", "server.tools"}, line
+        assert layer_violations(graph), line
+
+
 @pytest.mark.parametrize("library", sorted(OWNERS))
-def test_each_outside_library_is_imported_by_one_module_only(library):
+def test_each_outside_library_is_imported_by_one_package_only(library):
     users = {name for name, path in modules().items()
              if any(n == library or n.startswith(library + ".") for n in imports_of(path))}
     owners = OWNERS[library]
-    assert all(u.split(".")[0] in owners for u in users), users
+    assert all(any(u == o or u.startswith(o + ".") for o in owners) for u in users), users
 
 
 def test_apsw_stays_inside_the_store_package():
@@ -88,28 +179,24 @@ def test_apsw_stays_inside_the_store_package():
 
 @pytest.mark.parametrize("module", sorted(PURE))
 def test_the_pure_core_does_not_reach_outwards(module):
-    local = {n for n in imports_of(PACKAGE / module) if n.startswith(".")}
-    assert local <= {".types", ".errors"} - {"." + module[:-3]}, local
-
-
-def test_no_core_module_imports_the_entry_points():
     known = modules()
-    entry = {"server", "hooks", "cli", "cli_ops", "cli_maint", "worker"} | {
-        name for name in known if name.split(".")[0] == "web"}
-    for name, path in known.items():
-        if name in entry:
+    assert local_imports(module, known[module], known) <= PURE_MAY_IMPORT - {module}
+
+
+def test_no_module_below_the_surfaces_imports_one():
+    graph = import_graph()
+    for name, targets in graph.items():
+        if package_of(name) in SURFACES or name == "lore_plugin":
             continue
-        assert not local_imports(name, path, known) & entry, name
+        assert not {t for t in targets if package_of(t) in SURFACES}, name
 
 
 def test_only_the_command_line_starts_the_viewer():
     """The web package is reached from `lore ui` alone: the hooks, the worker and the MCP
     server never import it, even lazily."""
-    known = modules()
-    users = {name for name, path in known.items()
-             if name.split(".")[0] != "web" and any(t.split(".")[0] == "web" for t in
-                                                     local_imports(name, path, known))}
-    assert users == {"cli_ops"}, users
+    users = {name for name, targets in import_graph().items()
+             if package_of(name) != "web" and any(package_of(t) == "web" for t in targets)}
+    assert users == {"cli.ops"}, users
 
 
 def test_every_module_stays_readable_in_size():
@@ -118,8 +205,7 @@ def test_every_module_stays_readable_in_size():
 
 
 def test_the_modules_import_one_another_without_a_circle():
-    known = modules()
-    graph = {name: local_imports(name, path, known) for name, path in known.items()}
+    graph = import_graph()
     done: set[str] = set()
 
     def walk(name: str, trail: list[str]) -> None:
@@ -135,22 +221,35 @@ def test_the_modules_import_one_another_without_a_circle():
         walk(name, [])
 
 
-def test_every_relative_import_names_a_module_of_the_package():
+def test_every_import_of_the_package_names_one_of_its_modules():
     """Also the lazy ones inside functions, which importing a module does not run."""
     known = modules()
     for name, path in known.items():
         local_imports(name, path, known, strict=True)
 
 
-def test_the_import_graph_sees_relative_imports_of_every_shape():
-    """The circle test is only as good as the graph: check it resolves `from . import x`,
-    `from .x import y`, `from ..x import y` inside a subpackage, and lazy imports."""
+def test_the_import_graph_sees_imports_of_every_shape():
+    """The rules are only as good as the graph: check it resolves `from . import x`,
+    `from .x import y`, `from ..x import y` inside a subpackage, absolute imports, and lazy ones."""
     known = modules()
-    assert "render" in local_imports("cli", known["cli"], known)  # from . import render
-    assert "cli_maint" in local_imports("cli", known["cli"], known)  # lazy, in a function
-    assert {"errors", "store.connection"} <= local_imports(
-        "store.fragments", known["store.fragments"], known)  # ..errors, .connection
+    assert "recall.render" in local_imports(
+        "cli.main", known["cli.main"], known)  # from ..recall import render
+    assert "cli.maint" in local_imports("cli.main", known["cli.main"], known)  # lazy, in a function
+    assert {"core.errors", "store.connection"} <= local_imports(
+        "store.fragments", known["store.fragments"], known)  # ..core.errors, .connection
     assert "store.fragments" in local_imports("store", known["store"], known)  # the __init__
+    assert "hooks.dispatch" in local_imports("hooks", known["hooks"], known)  # from .dispatch import
+
+
+def test_the_entry_points_keep_their_names():
+    """hooks.json, .mcp.json, scripts/lore-launch and the `lore` script name these modules."""
+    known = modules()
+    for surface in ("hooks", "server", "cli", "worker"):
+        assert surface in known and f"{surface}.__main__" in known, surface
+    launcher = (ROOT / "scripts" / "lore-launch").read_text()
+    assert {"lore_plugin.hooks", "lore_plugin.server", "lore_plugin.cli"} <= set(
+        re.findall(r"module=(lore_plugin\.\w+)", launcher))
+    assert 'lore = "lore_plugin.cli:main"' in (ROOT / "pyproject.toml").read_text()
 
 
 PROBE = """

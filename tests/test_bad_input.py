@@ -13,15 +13,15 @@ import tracemalloc
 
 import pytest
 
-from lore_plugin import lines as lines_module
-from lore_plugin import transcript as transcript_module
-from lore_plugin.config import Settings, load_settings
-from lore_plugin.lines import count_turns_fast
+from lore_plugin.capture import lines as lines_module
+from lore_plugin.capture import transcript as transcript_module
+from lore_plugin.capture.lines import count_turns_fast
+from lore_plugin.capture.transcript import read_delta
+from lore_plugin.core.config import Settings, load_settings
 from lore_plugin.store import Store
-from lore_plugin.transcript import read_delta
-from tests.test_hooks import fact_count, payload, run_hook, wait_for
-from tests.test_maintenance import run_cli
-from tests.test_memory import tree
+from tests.hooks.test_hooks import fact_count, payload, run_hook, wait_for
+from tests.maintenance.test_maintenance import run_cli
+from tests.recall.test_memory import tree
 from tests.transcripts import TranscriptWriter
 
 PASTED_KEY = "sk-ant-api03-Zx9QpL2vR7tY4uW1eK8mN3bC6dF0gH5jA"
@@ -247,8 +247,8 @@ def test_an_over_long_line_is_consumed_without_being_buffered_past_the_cap(tmp_p
 
 # -- forget and consolidation reports -----------------------------------------------------------
 def test_forget_scrubs_the_forgotten_text_from_consolidation_reports(memory, db_path, tmp_path, clock):
-    from lore_plugin.consolidate import consolidate
-    from lore_plugin.maintenance import FORGOTTEN, forget
+    from lore_plugin.consolidation.cycle import consolidate
+    from lore_plugin.maintenance.operations import FORGOTTEN, forget
 
     ids = tree(memory)
     # Thresholds low enough that the two topics and their concepts get linked, so that the
@@ -286,7 +286,7 @@ def test_real_claude_code_with_claude_config_dir_is_ingested_from_there(tmp_path
     the hooks it runs inherit the variable: the SessionEnd flush must accept that path."""
     import sys
 
-    from lore_plugin.embedding import assemble_from_packages
+    from lore_plugin.embedding.embedder import assemble_from_packages
     from tests.claude_cli import claude_env
     from tests.conftest import MODEL_CACHE, ROOT
     from tests.fake_anthropic import FakeAnthropic

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin.prompt_recall import NOTICE
+from lore_plugin.recall.prompt_recall import NOTICE
 from lore_plugin.store import Store
 from tests.claude_cli import claude_binary, claude_env
 from tests.conftest import MODEL_CACHE, ROOT
@@ -84,7 +84,7 @@ class FakeClaude:
 def plugin_env(home: Path, lore_home: Path, api_url: str) -> dict[str, str]:
     """Claude Code against the fake API, with this checkout as the plugin's Python package,
     the test model, and MCP servers waited for (not connected in the background)."""
-    from lore_plugin.embedding import assemble_from_packages
+    from lore_plugin.embedding.embedder import assemble_from_packages
 
     model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
     return claude_env(home, ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="dummy",

@@ -10,9 +10,9 @@ import signal
 import subprocess
 import time
 
-from lore_plugin.embedding import assemble_from_packages
+from lore_plugin.core.types import NewFragment
+from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.store import Store
-from lore_plugin.types import NewFragment
 from tests.conftest import MODEL_CACHE, PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel
@@ -88,9 +88,9 @@ def test_a_full_disk_fails_the_batch_without_losing_or_duplicating_it(tmp_path, 
 
 HOLD_WRITE_LOCK = """
 import sys, time
-from lore_plugin.embedding import assemble_from_packages
+from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.store import Store
-from lore_plugin.types import NewFragment
+from lore_plugin.core.types import NewFragment
 store = Store(sys.argv[1])
 store.conn.execute("BEGIN IMMEDIATE")
 store.insert(NewFragment(content="never committed", summary="uncommitted", depth=0), now=1.0)

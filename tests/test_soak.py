@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from lore_plugin.embedding import assemble_from_packages
+from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.store import Store
 from tests.conftest import MODEL_CACHE, PYTHON, ROOT, python_env
 from tests.fake_anthropic import FakeAnthropic

@@ -43,7 +43,7 @@ class Backup(Vectors, WrittenDates):
                     watermarks: Sequence[dict[str, Any]]) -> None:
         """Adds what is not there yet, in one transaction. Supersession pointers are set after
         every fragment exists, so the order of the file does not matter."""
-        from ..redact import redact
+        from ..safety.redact import redact
 
         cols = self.EXPORT_COLUMNS
         text = ("summary", "content")  # imported text is redacted like every other write
@@ -74,7 +74,7 @@ class Backup(Vectors, WrittenDates):
 def _provenance(row: dict[str, Any]) -> dict[str, Any]:
     """A row restored from Lore's own backup keeps its source; one without a known source is
     labelled as imported. Basis and confirmation must be what Lore itself would write."""
-    from ..types import BASES, SOURCES
+    from ..core.types import BASES, SOURCES
 
     confirmed = row.get("confirmed_at")
     return {**row, "source": row.get("source") if row.get("source") in SOURCES else "import",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import apsw
 
-from ..errors import LoreError, SchemaTooNew
-from ..schema import MIGRATIONS, SCHEMA_VERSION
+from ..core.errors import LoreError, SchemaTooNew
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:

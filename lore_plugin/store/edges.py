@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InvalidInput
+from ..core.errors import InvalidInput
 from .connection import Connection, new_id
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
-    from ..types import Edge
+    from ..core.types import Edge
 
 
 class Edges(Connection):
@@ -31,7 +31,7 @@ class Edges(Connection):
 
     def edges_of(self, fid: str, kinds: Sequence[str] = ("associative", "temporal", "supersedes"),
                  ) -> list[Edge]:
-        from ..types import Edge
+        from ..core.types import Edge
         marks = ",".join("?" * len(kinds))
         rows = self.conn.execute(
             f"SELECT id, source, target, kind, weight, created_at FROM edges "
@@ -42,7 +42,7 @@ class Edges(Connection):
     def edges_touching(self, fids: Sequence[str], kinds: Sequence[str]) -> list[Edge]:
         """Edges of these kinds with either end among a few fragments (a query's hundred at
         most), in one statement."""
-        from ..types import Edge
+        from ..core.types import Edge
         if not fids:
             return []
         marks, kind_marks = ",".join("?" * len(fids)), ",".join("?" * len(kinds))
@@ -52,7 +52,7 @@ class Edges(Connection):
             (*kinds, *fids, *fids))]
 
     def edges_by_kind(self, kind: str) -> list[Edge]:
-        from ..types import Edge
+        from ..core.types import Edge
         return [Edge(*r) for r in self.conn.execute(
             "SELECT id, source, target, kind, weight, created_at FROM edges WHERE kind = ?",
             (kind,))]

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Sequence
 
-from ..errors import AmbiguousId, InvalidInput, NotFound
+from ..core.errors import AmbiguousId, InvalidInput, NotFound
 from .connection import IN_CHUNK, new_id
 from .hierarchy import Hierarchy
 from .rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
@@ -18,14 +18,14 @@ TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..relevance import MemoryState
-    from ..types import Fragment, NewFragment
+    from ..core.relevance import MemoryState
+    from ..core.types import Fragment, NewFragment
 
 _ID_PREFIX = re.compile(r"^[0-9a-fA-F-]{8,64}$")
 
 
 def _decay_rate_for(importance: float) -> float:
-    from ..relevance import decay_rate_for
+    from ..core.relevance import decay_rate_for
 
     return decay_rate_for(importance)
 
@@ -35,7 +35,7 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
                parent_id: str | None = None) -> str:
         """Every fragment is written here, whoever made it (ingestion, store_memory, lore
         remember, consolidation), so this is where its text is redacted."""
-        from ..redact import redact
+        from ..safety.redact import redact
 
         fid = new.id or new_id()
         created = new.created_at if new.created_at is not None else now
@@ -68,7 +68,7 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
         """The fragments with these ids. `with_text=False` leaves content, summary and
         metadata empty, and `with_parent=False` leaves parent_id None: ranking a query's few
         hundred candidates needs only the numbers, and skipping the text and the parent
-        lookup more than halves the cost (memory.py fetches the text of the winners and the
+        lookup more than halves the cost (recall/memory.py fetches the text of the winners and the
         parents it climbs through)."""
         columns = FRAGMENT_COLUMNS if with_text else FRAGMENT_NUMBERS
         if not with_parent:
@@ -133,7 +133,7 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:
-        from ..redact import redact
+        from ..safety.redact import redact
 
         summary = None if summary is None else redact(summary)
         content = None if content is None else redact(content)

@@ -11,7 +11,7 @@ from .rows import FRAGMENT_JSON, row_to_fragment
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
-    from ..types import Fragment
+    from ..core.types import Fragment
 
 
 class Keywords(Connection):

@@ -17,7 +17,7 @@ class Loops(Connection):
     def add_failure_records(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """(session id, project, kind, kind key, what, fix, embedding blob, created_at). Meant
         to run inside the ingestor's write, with the watermark: recorded exactly once."""
-        from ..redact import redact
+        from ..safety.redact import redact
 
         with self.write():
             self.conn.executemany(

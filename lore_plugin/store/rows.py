@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ..types import Fragment
+    from ..core.types import Fragment
 
 FRAGMENT_COLUMNS = (
     "id, content, summary, depth, created_at, last_accessed, access_count, importance, "
@@ -30,7 +30,7 @@ FRAGMENT_JSON = ", ".join(c if c in ("''", "NULL") else f"f.{c}"
 
 
 def row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
-    from ..types import Fragment
+    from ..core.types import Fragment
     meta = json.loads(row[14]) if row[14] and row[14] != "{}" else {}
     return Fragment(
         id=row[0], content=row[1], summary=row[2], depth=row[3], created_at=row[4],

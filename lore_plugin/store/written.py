@@ -18,7 +18,7 @@ class WrittenDates(Connection):
         # Imported here: the parser's regexes would cost every hook that opens the store.
         from datetime import datetime
 
-        from ..timeparse import written_dates
+        from ..core.timeparse import written_dates
 
         text = summary if summary == content else f"{summary}\n{content}"
         today = datetime.fromtimestamp(created_at).date()
@@ -63,7 +63,7 @@ class WrittenDates(Connection):
         """Fragments whose text names a day or period touching [first_day, last_day] (day
         numbers), with those periods. A period is at most MAX_WRITTEN_DAYS long, which bounds
         the stretch of the index to read."""
-        from ..timeparse import MAX_WRITTEN_DAYS
+        from ..core.timeparse import MAX_WRITTEN_DAYS
 
         out: dict[str, list[tuple[int, int]]] = {}
         for fid, a, b in self.conn.execute(

@@ -12,8 +12,8 @@ import time
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..errors import InvalidInput
-from ..render import short_id
+from ..core.errors import InvalidInput
+from ..recall.render import short_id
 from .security import check_csrf, forbidden
 from .viewer import viewer_of
 

@@ -11,7 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..render import clip
+from ..recall.render import clip
 from .html import e, frag_link, frag_tags, page, post_button, when
 from .viewer import Viewer, viewer_of
 
@@ -22,10 +22,10 @@ USAGE_NOTE = "Every LLM call Lore made, from its ledger (as `lore status` shows 
 
 def gather(v: Viewer) -> dict[str, Any]:
     """Runs on the viewer's worker thread: every read the page needs."""
-    from ..consolidate_run import describe
-    from ..llm import llm_status
-    from ..status import problems
-    from ..usage import usage_lines
+    from ..consolidation.schedule import describe
+    from ..llm.client import llm_status
+    from ..llm.usage import usage_lines
+    from ..maintenance.status import problems
 
     store = v.memory.reader
     sessions = []
@@ -114,7 +114,7 @@ async def activity_page(request: Request) -> Response:
 async def doctor_checks(request: Request) -> Response:
     """What `lore doctor` (without --fix) finds; a page of its own because an integrity check
     of a large database takes seconds."""
-    from ..maintenance import doctor
+    from ..maintenance.operations import doctor
 
     v = viewer_of(request)
     found = await v.run(lambda: doctor(v.settings))

@@ -24,10 +24,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from ..config import Settings
-from ..errors import LoreError, NotFound
-from ..memory import Memory
-from ..private import create_private
+from ..core.config import Settings
+from ..core.errors import LoreError, NotFound
+from ..core.private import create_private
+from ..recall.memory import Memory
 from . import actions, activity, pages
 from .html import CSS, JS, page
 from .security import Guard, Secrets

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 import time
 
-from ..render import source_label
-from ..types import Fragment, depth_name
+from ..core.types import Fragment, depth_name
+from ..recall.render import source_label
 
 CSS = """
 :root { --fg:#1d232a; --muted:#5d6b78; --line:#d8dee4; --bg:#fbfcfd; --accent:#2f5d8a;

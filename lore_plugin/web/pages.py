@@ -7,10 +7,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from ..errors import InvalidInput, NotFound
-from ..memory import MAX_DEPTH
-from ..render import clip, short_id, source_label
-from ..types import Fragment, depth_name
+from ..core.errors import InvalidInput, NotFound
+from ..core.types import Fragment, depth_name
+from ..recall.memory import MAX_DEPTH
+from ..recall.render import clip, short_id, source_label
 from .html import csrf_field, e, frag_link, frag_tags, page, post_button, when
 from .viewer import viewer_of
 

@@ -11,9 +11,9 @@ import anyio
 import anyio.to_thread
 from starlette.requests import Request
 
-from ..config import Settings
-from ..curation import Curator
-from ..memory import Memory
+from ..core.config import Settings
+from ..maintenance.curation import Curator
+from ..recall.memory import Memory
 from .security import Secrets
 
 T = TypeVar("T")

@@ -1,0 +1,5 @@
+import sys
+
+from .dispatch import main
+
+sys.exit(main())

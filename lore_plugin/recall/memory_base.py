@@ -1,0 +1,152 @@
+"""What the memory engine is built on: its connections (a read-only reader, a writer for
+short transactions), the embedder, the shared limits and value types, and argument checks.
+memory.Memory adds retrieval and navigation, memory_writes.Writes reinforcement and stores."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+
+from ..core import relevance as rel
+from ..core.errors import InvalidInput
+from ..core.types import Fragment, ScoredFragment
+from ..embedding.embedder import Embedder
+from ..embedding.vector_snapshot import snapshot_path
+from ..store import Store
+from .search import VectorIndex
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], float]
+CANDIDATES = 100
+KEYWORD_CANDIDATES = 100
+COVERAGE_FROM = 20  # best keyword matches whose tokens measure the query's coverage (the
+# maximum is what counts, and the best BM25 matches hold most)
+PROJECT_BOOST = 1.1  # see CLEAR_LEAD
+BROUGHT_DOWN = 0.5  # share of a matching branch's score its descendants get (see bench/README)
+MAX_LIMIT = 100
+MAX_DEPTH = 8
+PLACEMENT_SIMILARITY = 0.3  # auto-placement needs a real semantic neighbour
+MIN_SIMILARITY = 0.15  # below this a vector hit is noise, unless keywords also match
+SPREAD = 0.3  # share of a match's score lent to its temporal neighbours
+SPREAD_FROM = 20  # how many of the best matches lend
+SPREAD_TO = 0.3  # own match (fused, 0..1) from which a neighbour takes the full loan
+TIME_FLOOR = 0.1  # weight of a fragment far outside the time the query names
+TIME_EPSILON = 0.2  # lets the named time alone order fragments that match no words
+# Relevance (what is used and recent) and the current project break near-ties; together they
+# can move a fragment by less than CLEAR_LEAD, so a match that much better always ranks first
+# (issue 16): PROJECT_BOOST / (1 - RELEVANCE_WEIGHT) = 1.375. Near-ties in tests/recall/test_memory.py
+# are 8-9 % apart, so neither factor can be much smaller.
+CLEAR_LEAD = 1.4
+RELEVANCE_WEIGHT = 0.2
+
+
+def embedding_text(summary: str, content: str, parent_summary: str | None = None) -> str:
+    """Contextual text: a fact embeds better with the name of the branch it belongs to."""
+    body = summary if not content or content == summary else f"{summary}. {content}"
+    return f"{parent_summary}: {body}" if parent_summary else body
+
+
+@dataclass(frozen=True)
+class KeywordHits:
+    scores: dict[str, float]  # BM25, larger is better
+    rows: dict[str, Fragment]  # without text
+    tokens: dict[str, frozenset[str]]  # of the COVERAGE_FROM best matches
+
+
+@dataclass(frozen=True)
+class Recall:
+    fragments: list[ScoredFragment]
+    keyword_only: bool  # True when no embedding model was available
+
+
+class MemoryBase:
+    def __init__(self, db_path: Path | str, embedder: Embedder | None,
+                 clock: Clock = time.time, project: str | None = None,
+                 tz: tzinfo | None = None) -> None:
+        self.db_path = Path(db_path)
+        self.tz = tz  # for dates named in queries; None is the local time zone
+        self.embedder = embedder
+        self.clock = clock
+        self.project = project
+        self._index: VectorIndex | None = None
+        self._writer: Store | None = None
+        self._reader: Store | None = None
+        # Keyword search runs on its own connection and thread while the query is embedded
+        # and scanned: sqlite, onnxruntime and numpy all release the GIL, so on two cores the
+        # slowest stage sets the latency rather than the sum of them.
+        self._keyword_store: Store | None = None
+        self._keyword_pool: ThreadPoolExecutor | None = None
+
+    @property
+    def index(self) -> VectorIndex:
+        """Made on first use: the SessionStart brief reads topics only, and the index would
+        import numpy (~0.1 s) for nothing."""
+        if self._index is None:
+            self._index = VectorIndex(snapshot_path(self.db_path))
+        return self._index
+
+    # -- connections --------------------------------------------------------------------
+    @property
+    def writer(self) -> Store:
+        if self._writer is None:
+            self._writer = Store(self.db_path)
+        return self._writer
+
+    @property
+    def reader(self) -> Store:
+        if self._reader is None:  # a read-only Store creates or migrates the file first if needed
+            self._reader = Store(self.db_path, readonly=True)
+        return self._reader
+
+    def close(self) -> None:
+        if self._keyword_pool is not None:
+            self._keyword_pool.shutdown(wait=True)
+        for store in (self._reader, self._writer, self._keyword_store):
+            if store is not None:
+                store.close()
+        self._reader = self._writer = self._keyword_store = None
+        self._keyword_pool = None
+
+    def embedder_ready(self) -> bool:
+        return self.embedder is not None and getattr(self.embedder, "available", True)
+
+    def embed_one(self, text: str) -> Any | None:
+        if not self.embedder_ready():
+            return None
+        try:
+            return self.embedder.embed([text])[0]  # type: ignore[union-attr]
+        except Exception as exc:  # a broken model degrades to keyword search
+            log.warning("embedding failed, keyword search only: %s", exc)
+            return None
+
+    def resolve(self, fid: str) -> str:
+        return self.reader.resolve_id(fid)
+
+    def get(self, fid: str) -> Fragment:
+        return self.reader.get(self.resolve(fid))
+
+    def query(self, topic: str, depth: int = 1, limit: int = 10,
+              include_superseded: bool = False, reinforce: bool = True) -> Recall:
+        raise NotImplementedError  # memory.Memory, the retrieval engine, answers
+
+
+def _check_text(value: str, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{name} must be non-empty text")
+    return value.strip()
+
+
+def _check_range(value: int, name: str, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be an integer from {low} to {high}, got {value!r}")
+
+
+def _state(frag: Fragment) -> rel.MemoryState:
+    return rel.MemoryState(frag.access_count, frag.decay_rate, frag.last_accessed,
+                           frag.last_reinforced)

@@ -1,0 +1,161 @@
+"""Storing one piece of knowledge the easy way (store_memory, `lore remember`), without copies.
+
+- No parent given: it goes under the best-fitting fragment one level up. When nothing fits
+  (an empty memory, a new subject), the missing levels are made for it: a topic named after
+  the project (or, outside one, from the knowledge itself) and a concept named from the
+  knowledge. The answer says where it went.
+- A near-duplicate is not added: the same summary, or a cosine of NEAR_DUPLICATE or more
+  with a live sibling under the same parent. The existing fragment is reinforced instead
+  (and confirmed, when the user said it), and the answer gives its id. Extraction uses the
+  same check (capture/ingest.py)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import InvalidInput
+from ..core.types import Fragment
+from ..safety.redact import redact
+from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
+from .terms import held_terms, keyword_terms, numbers_in
+
+NEAR_DUPLICATE = 0.92
+SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
+NAME_CHARS = 80
+
+
+@dataclass(frozen=True)
+class Stored:
+    fragment: Fragment  # the new fragment, or the existing one it duplicated
+    duplicate: bool = False  # True: nothing was added, the existing fragment was reinforced
+    created: tuple[Fragment, ...] = ()  # levels made to hold it, topic first
+    placed: bool = False  # the parent was chosen here, not given
+
+
+def near_duplicate(memory: Memory, summary: str, content: str, vector: Any | None,
+                   parent_id: str | None, depth: int) -> str | None:
+    """A live fragment at `depth` under `parent_id` (among the topics for depth 0) with the
+    same summary, or whose vector lies within NEAR_DUPLICATE of `vector` and whose text says
+    the same (the same numbers, every word of the new text)."""
+    store = memory.reader
+    same = store.find_by_summary(summary, depth, parent_id)
+    if same or vector is None:
+        return same
+    siblings = (store.child_ids(parent_id) if parent_id
+                else store.topic_ids() if depth == 0 else [])
+    if not siblings:
+        return None
+    memory.index.refresh(store)
+    sims = {i: s for i, s in memory.index.similarities(vector, siblings).items()
+            if s >= NEAR_DUPLICATE}
+    if not sims:
+        return None
+    # A close vector alone is not enough: MiniLM puts "rule 13 uses value 91" and "rule 14
+    # uses value 98" within 0.92 of each other, and "the deploy window is Thursday 09:00" and
+    # "... Friday 09:00" at 0.989. A duplicate names the same numbers and adds no word the
+    # existing fragment lacks, so a change is never swallowed as a repeat.
+    mine = f"{summary} {content}"
+    terms, numbers = keyword_terms(mine), numbers_in(mine)
+    for fid, frag in sorted(store.get_many(list(sims)).items(), key=lambda kv: -sims[kv[0]]):
+        theirs = f"{frag.summary} {frag.content}"
+        if numbers_in(theirs) == numbers and held_terms(terms, theirs) >= SHARED_TERMS * len(terms):
+            return fid
+    return None
+
+
+def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
+    """The best fragment at `depth` for `text`, if it is a real semantic neighbour."""
+    recall = memory.query(text, depth=depth, limit=1, reinforce=False)
+    found = recall.fragments
+    if found and (found[0].similarity >= PLACEMENT_SIMILARITY or recall.keyword_only):
+        return found[0].fragment
+    return None
+
+
+def _topic_name(memory: Memory, summary: str) -> tuple[str, str]:
+    if memory.project and memory.project != "/":
+        name = os.path.basename(memory.project.rstrip("/")) or memory.project
+        return f"Project {name}", f"Knowledge about the project in {memory.project}."
+    return _clip(summary), f"Knowledge about {_clip(summary)}."
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= NAME_CHARS else text[: NAME_CHARS - 1].rstrip() + "…"
+
+
+def _place(memory: Memory, summary: str, content: str, depth: int, source: str
+           ) -> tuple[Fragment, tuple[Fragment, ...]]:
+    """The parent one level up: the best that fits, else a branch made under the deepest
+    level that fits (or the project's topic)."""
+    text = f"{summary}\n{content}"
+    for level in range(depth - 1, -1, -1):
+        anchor = _fits(memory, text, level)
+        if anchor is not None:
+            break
+    if anchor is not None and anchor.depth == depth - 1:
+        return anchor, ()
+    created: list[Fragment] = []
+    if anchor is None:
+        name, about = _topic_name(memory, summary)
+        existing = memory.reader.find_by_summary(name, depth=0)
+        if existing:
+            anchor = memory.get(existing)
+        else:
+            anchor = memory.store(about, name, depth=0, source=source)
+            created.append(anchor)
+    while anchor.depth < depth - 1:
+        anchor = memory.store(summary, _clip(summary), parent_id=anchor.id,
+                              depth=anchor.depth + 1, source=source)
+        created.append(anchor)
+    return anchor, tuple(created)
+
+
+def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
+                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Stored:
+    """Stores one fragment where it belongs, or reinforces the one it repeats."""
+    for value, name in ((content, "content"), (summary, "summary")):
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidInput(f"{name} must be non-empty text")
+    # Redacted before it is embedded or compared, as Memory.store does.
+    content, summary = redact(content.strip()), redact(summary.strip())
+    created: tuple[Fragment, ...] = ()
+    parent: Fragment | None = None
+    if parent_id:
+        parent = memory.get(parent_id)
+    elif isinstance(depth, int) and not isinstance(depth, bool) and depth > 0:
+        parent, created = _place(memory, summary, content, depth, source)
+    vector = memory.embed_one(embedding_text(summary, content, parent.summary if parent else None))
+    if not created and (parent is None or parent.depth == depth - 1):
+        same = near_duplicate(memory, summary, content, vector, parent.id if parent else None,
+                              depth)
+        if same is not None:
+            memory.reinforce([same])
+            if source in ("remember", "user"):  # the user said it again: confirmed
+                memory.writer.confirm([same], memory.clock())
+            return Stored(memory.get(same), duplicate=True, placed=parent_id is None)
+    frag = memory.store(content, summary, parent.id if parent else None, depth, importance,
+                        source=source, vector=vector)
+    return Stored(frag, created=created, placed=parent_id is None and depth > 0)
+
+
+def stored_text(stored: Stored, parent: Fragment | None) -> str:
+    """What store_memory answers: what happened, the id, and where it went."""
+    from . import render
+
+    frag = stored.fragment
+    if stored.duplicate:
+        lines = [f"Already known, so nothing was added: reinforced "
+                 f"{render.fragment_line(frag, content=False)}", f"id: {frag.id}",
+                 "Store it again with a different summary if it is new knowledge."]
+    else:
+        lines = [f"Stored {render.fragment_line(frag, content=False)}", f"id: {frag.id}"]
+    for made in stored.created:
+        lines.append(f"made {render.depth_name(made.depth)} [{render.short_id(made.id)}] "
+                     f"{render.clip(made.summary, 100)} to hold it")
+    if parent is not None:
+        verb = "placed under" if stored.placed and not stored.created else "under"
+        lines.append(f"{verb} {render.fragment_line(parent, content=False)}")
+    return render.recalled("\n".join(lines))

@@ -1,0 +1,3 @@
+from .tools import main
+
+main()

@@ -1,0 +1,174 @@
+"""Storing the easy way: placement without a parent, near-duplicates reinforced instead of
+copied (store_memory, lore remember, extraction), and one project key per repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.capture.extract import Extraction, parse_extraction
+from lore_plugin.capture.ingest import Ingestor
+from lore_plugin.capture.transcript import read_delta
+from lore_plugin.core.config import Settings
+from lore_plugin.core.project import project_key
+from lore_plugin.recall.memory import Memory
+from lore_plugin.recall.storing import store_knowledge, stored_text
+from tests.transcripts import TranscriptWriter
+
+FACT = "The billing deploy window is Thursday 09:00 UTC"
+FACT_TEXT = "Agreed in conversation: deploys happen Thursday 09:00 UTC."
+
+
+def live_count(memory: Memory, depth: int | None = None) -> int:
+    sql = "SELECT count(*) FROM fragments WHERE superseded_by IS NULL"
+    if depth is not None:
+        sql += f" AND depth = {int(depth)}"
+    return int(memory.reader.execute(sql)[0][0])
+
+
+def test_the_first_fact_in_an_empty_memory_gets_a_topic_and_concept_named_for_it(memory):
+    stored = store_knowledge(memory, FACT_TEXT, FACT)
+    assert not stored.duplicate and stored.fragment.depth == 2
+    topic, concept = stored.created
+    assert (topic.depth, concept.depth) == (0, 1)
+    assert topic.summary == "Project project-a"  # the memory's project is /work/project-a
+    assert concept.summary == FACT
+    assert stored.fragment.parent_id == concept.id and memory.parent(concept.id).id == topic.id
+    text = stored_text(stored, memory.parent(stored.fragment.id))
+    assert stored.fragment.id in text and "made topic" in text and "made concept" in text
+
+
+def test_related_knowledge_joins_the_branch_and_unrelated_knowledge_gets_its_own_concept(memory):
+    first = store_knowledge(memory, FACT_TEXT, FACT)
+    related = store_knowledge(memory, "Billing deploys are frozen in the last week of December.",
+                              "Billing deploy freeze in late December")
+    assert related.created == () and related.placed
+    assert related.fragment.parent_id == first.fragment.parent_id
+    other = store_knowledge(memory, "The user wants tabs, not spaces, in Go files.",
+                            "The user prefers tabs in Go files")
+    (concept,) = other.created  # a new concept, under the project's existing topic
+    assert concept.depth == 1 and memory.parent(concept.id).id == first.created[0].id
+    assert live_count(memory, 0) == 1
+
+
+def test_storing_with_a_parent_or_as_a_topic_works_as_before(memory):
+    topic = store_knowledge(memory, "How billing ships", "Billing deployment", depth=0)
+    assert topic.fragment.depth == 0 and topic.created == () and not topic.placed
+    concept = store_knowledge(memory, "When deploys may happen", "Deploy window",
+                              parent_id=topic.fragment.id, depth=1)
+    assert concept.fragment.parent_id == topic.fragment.id
+
+
+@pytest.mark.parametrize("summary, content", [
+    (FACT, "Something else entirely about the same window."),  # the same summary
+    ("The billing deploy window is on Thursday at 09:00 UTC", FACT_TEXT),  # cosine 0.996
+])
+def test_a_near_duplicate_reinforces_the_existing_fragment_instead_of_adding_one(
+        memory, clock, summary, content):
+    first = store_knowledge(memory, FACT_TEXT, FACT)
+    before = live_count(memory)
+    clock.advance(days=3)
+    again = store_knowledge(memory, content, summary)
+    assert again.duplicate and again.fragment.id == first.fragment.id
+    assert live_count(memory) == before
+    assert memory.get(first.fragment.id).access_count == first.fragment.access_count + 1
+    text = stored_text(again, memory.parent(again.fragment.id))
+    assert "Already known" in text and first.fragment.id in text
+
+
+@pytest.mark.parametrize("summary, content", [
+    ("The billing deploy window is Friday 09:00 UTC",  # cosine 0.989: a change, not a repeat
+     "Agreed in conversation: deploys happen Friday 09:00 UTC."),
+    ("The billing deploy window is Thursday 11:00 UTC",
+     "Agreed in conversation: deploys happen Thursday 11:00 UTC."),
+])
+def test_close_vectors_that_say_something_different_are_both_kept(memory, summary, content):
+    first = store_knowledge(memory, FACT_TEXT, FACT)
+    second = store_knowledge(memory, content, summary)
+    assert not second.duplicate and second.fragment.id != first.fragment.id
+    assert second.fragment.parent_id == first.fragment.parent_id
+
+
+def test_the_user_restating_agent_knowledge_confirms_it(memory):
+    first = store_knowledge(memory, FACT_TEXT, FACT)
+    assert first.fragment.confirmed_at is None
+    again = store_knowledge(memory, FACT_TEXT, FACT, source="remember")
+    assert again.duplicate and memory.get(first.fragment.id).confirmed_at is not None
+
+
+def test_extraction_does_not_copy_what_is_already_known(tmp_path, embedder, clock):
+    """apply() with the model's output for a later conversation that repeats a fact in other
+    words (cosine >= 0.92, same words): the existing fact is reinforced, the new one kept."""
+    settings = Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home")
+    memory = Memory(settings.db_path, embedder, clock=clock, project="/work/project-a")
+    ingestor = Ingestor(settings, None, embedder, clock)  # type: ignore[arg-type] # no LLM: apply() only
+    writer = TranscriptWriter(tmp_path / "t.jsonl")
+    writer.exchange(1)
+
+    def extraction(*facts: tuple[str, str]) -> Extraction:
+        return parse_extraction({"topics": [{
+            "name": "Billing deployment", "summary": "How billing ships", "importance": "high",
+            "concepts": [{"name": "Deploy window", "summary": "When deploys may happen",
+                          "importance": "high",
+                          "facts": [{"summary": s, "content": c, "importance": "high",
+                                     "basis": "stated"} for s, c in facts]}]}],
+            "corrections": [], "relationships": []})
+
+    try:
+        delta = read_delta(writer.path, 0)
+        ingestor.apply(memory, extraction((FACT, FACT_TEXT)), delta, str(writer.path), "s1")
+        (known,) = memory.reader.execute("SELECT id, access_count FROM fragments WHERE depth = 2")
+        clock.advance(days=1)
+        counts = ingestor.apply(memory, extraction(
+            ("The billing deploy window is on Thursday at 09:00 UTC", FACT_TEXT),
+            ("Billing deploys are frozen in late December", "No billing deploys in late December.")),
+            delta, str(writer.path), "s2")
+        facts = memory.reader.execute("SELECT id, summary, access_count FROM fragments "
+                                      "WHERE depth = 2 ORDER BY created_at")
+        assert [f[1] for f in facts] == [FACT, "Billing deploys are frozen in late December"]
+        assert facts[0][0] == known[0] and facts[0][2] == known[1] + 1  # reinforced
+        assert counts[0] == 1  # only the new fact was added
+    finally:
+        memory.close()
+
+
+# -- one project key per repository -------------------------------------------------------
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                        "HOME": str(cwd), "PATH": "/usr/bin:/bin"})
+
+
+def test_worktrees_and_subfolders_of_one_repository_share_one_project_key(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "src" / "deep").mkdir(parents=True)
+    git("init", "-q", cwd=repo)
+    (repo / "README").write_text("x")
+    git("add", "README", cwd=repo)
+    git("commit", "-qm", "x", cwd=repo)
+    git("worktree", "add", "-q", str(tmp_path / "wt-feature"), cwd=repo)
+    (tmp_path / "wt-feature" / "pkg").mkdir()
+    key = str(repo.resolve())
+    assert project_key(str(repo)) == key
+    assert project_key(str(repo / "src" / "deep")) == key
+    assert project_key(str(tmp_path / "wt-feature")) == key
+    assert project_key(str(tmp_path / "wt-feature" / "pkg") + "/") == key
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "wt-feature")
+    assert project_key(str(link)) == key
+
+
+def test_a_folder_outside_any_repository_is_its_own_key(tmp_path):
+    (tmp_path / "plain" / "sub").mkdir(parents=True)
+    assert project_key(str(tmp_path / "plain" / "sub")) == str((tmp_path / "plain" / "sub").resolve())
+
+
+@pytest.mark.parametrize("gitfile", ["", "gitdir:", "nonsense\n", "gitdir: /nonexistent/x\n"])
+def test_a_broken_git_file_never_fails(tmp_path, gitfile):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    (folder / ".git").write_text(gitfile)
+    assert project_key(str(folder)) == str(folder.resolve())
