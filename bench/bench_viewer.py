@@ -36,6 +36,8 @@ import httpx
 from bench_server import bench_db, copy_db, make_embedder, model_dir, queries
 from common import ROOT, bench_env, summary_ms, table, write_json
 
+from lore_plugin.web.app import login_link
+
 SERVER_HOME = ROOT / "bench" / ".cache" / "viewer-home"
 
 
@@ -54,7 +56,7 @@ def start(db: Path, home: Path) -> tuple[subprocess.Popen[bytes], str]:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         try:
-            return proc, json.loads((home / "ui.json").read_text())["url"]
+            return proc, login_link(json.loads((home / "ui.json").read_text()))
         except (OSError, ValueError, KeyError):
             time.sleep(0.2)
     proc.kill()

@@ -57,51 +57,60 @@ def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
-    """Serves the viewer in the foreground, or with --url prints the running viewer's URL,
-    starting one in the background first if none runs (what /lore:memory does)."""
-    from ..web.app import published
+    """Serves the viewer in the foreground, or with --url prints a link to the running viewer,
+    starting one in the background first if none runs (what /lore:memory does). Every link
+    carries a one-time code: the browser's command line, the terminal and the transcript keep
+    only a spent one."""
+    from ..web.app import login_link, published
 
     running = published(settings.home)
     if args.url:
-        print(running["url"] if running else _start_in_background(settings))
+        print(login_link(running or _start_in_background(settings)))
         return 0
     if running:
-        print(f"a viewer is already running: {running['url']}")
+        link = login_link(running)
+        print(f"a viewer is already running: {link}")
         if not args.no_browser:
             import webbrowser
 
-            webbrowser.open(running["url"])
+            webbrowser.open(link)
         return 0
     from ..embedding.embedder import LocalEmbedder
     from ..recall.memory import Memory
     from ..web.app import serve
 
-    def ready(url: str) -> None:
-        print(f"Lore's viewer: {url}\n(only this machine can reach it; Ctrl-C stops it)",
-              flush=True)
+    def ready(link: str) -> None:
+        if args.background:  # stdout is ui.out, which outlives the run: no code goes there
+            print(f"Lore's viewer listens on {link.split('?', 1)[0]}", flush=True)
+            return
+        print(f"Lore's viewer: {link}\n(only this machine can reach it; the link works once; "
+              f"Ctrl-C stops it)", flush=True)
         if not args.no_browser:
             import webbrowser
 
-            webbrowser.open(url)
+            webbrowser.open(link)
 
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"))
     serve(settings, memory, port=args.port, on_ready=ready, idle_minutes=args.idle_minutes)
     return 0
 
 
-def _start_in_background(settings: Settings) -> str:
+def _start_in_background(settings: Settings) -> dict:
     import subprocess
     import sys
     import time
 
     from ..core.errors import LoreError
+    from ..core.private import private_dir
     from ..web.app import published
 
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    with open(settings.log_dir / "ui.out", "ab") as out:
+    # Written afresh each time: what an older viewer left in it (older versions printed their
+    # token there) goes, and the new one prints its address only.
+    log = private_dir(settings.log_dir) / "ui.out"
+    with open(log, "wb") as out:
         # A new session, stdio away from the caller's pipes: Claude Code waits for those to
         # close, and the viewer outlives the command that started it.
-        subprocess.Popen([sys.executable, "-m", "lore_plugin.cli", "ui", "--no-browser",
+        subprocess.Popen([sys.executable, "-m", "lore_plugin.cli", "ui", "--background",
                           "--idle-minutes", str(BACKGROUND_IDLE_MINUTES)],
                          stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                          start_new_session=True, close_fds=True)
@@ -109,9 +118,9 @@ def _start_in_background(settings: Settings) -> str:
     while time.monotonic() < deadline:
         running = published(settings.home)
         if running:
-            return str(running["url"])
+            return running
         time.sleep(0.1)
-    raise LoreError(f"the viewer did not start; see {settings.log_dir / 'ui.out'}")
+    raise LoreError(f"the viewer did not start; see {log}")
 
 
 def add_op_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handler]) -> None:
@@ -130,4 +139,6 @@ def add_op_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handler]
     p.add_argument("--idle-minutes", type=float, default=0,
                    help="stop after this long without a request (0: never; a viewer --url "
                         f"starts stops after {BACKGROUND_IDLE_MINUTES} minutes)")
+    # How --url starts one: no browser, and no login code in its output (that is ui.out).
+    p.add_argument("--background", action="store_true", help=argparse.SUPPRESS)
     commands["ui"] = cmd_ui

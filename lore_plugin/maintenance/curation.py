@@ -73,11 +73,13 @@ class Curator:
     def edit(self, fid: str, summary: str, content: str) -> Fragment:
         """New text for the same fragment, re-embedded; its history and links stay."""
         frag = self._live(fid)
-        summary, content = _text(summary, "summary"), _text(content, "content", allow_empty=True)
-        content = content or summary
+        # Redacted before anything is built from it: the journal's label quotes the summary
+        # (and clipping raw text could cut a secret to a piece redaction no longer knows).
+        summary = redact(_text(summary, "summary"))
+        content = redact(_text(content, "content", allow_empty=True) or summary)
         if (summary, content) == (frag.summary, frag.content):
             return frag
-        vector = self._vector(redact(summary), redact(content), frag.parent_id)
+        vector = self._vector(summary, content, frag.parent_id)
         undo = {"summary": frag.summary, "content": frag.content}
         with self.store.write():
             self.store.update_text(frag.id, summary, content, vector)

@@ -12,13 +12,13 @@ import time
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..core.errors import InvalidInput
-from ..recall.render import short_id
+from ..core.errors import InvalidInput, NotFound
+from ..recall.render import clip, short_id
 from .security import check_csrf, forbidden
 from .viewer import viewer_of
 
 ACTIONS = ("edit", "correct", "forget", "move", "confirm")
-
+SQLITE_MAX_INT = 2**63 - 1  # a number from a URL or a form beyond this cannot name a row
 
 
 async def _form(request: Request) -> dict[str, str] | None:
@@ -78,6 +78,8 @@ async def undo(request: Request) -> Response:
     if form is None:
         return forbidden("the form is missing this run's CSRF token; reload the page")
     entry = request.path_params["entry"]
+    if entry > SQLITE_MAX_INT:
+        raise NotFound(f"no journal entry {clip(str(entry), 30)}")
     v.flash = await v.run(lambda: v.curator.undo(entry))
     return _done("/activity")
 
@@ -92,7 +94,9 @@ async def retry(request: Request) -> Response:
     try:
         start = int(form.get("start", ""))
     except ValueError:
-        raise InvalidInput("start must be a byte offset") from None
+        start = -1
+    if not 0 <= start <= SQLITE_MAX_INT:
+        raise InvalidInput("start must be a byte offset")
     if not await v.run(lambda: v.memory.writer.retry_batch(path, start, time.time())):
         raise InvalidInput("that batch is not waiting any more")
     log_dir = v.settings.log_dir

@@ -1,5 +1,5 @@
 """The viewer's application and server: routes, error pages, and `serve()`, which binds
-127.0.0.1 on a free port and publishes the URL.
+127.0.0.1 on a free port and publishes its address and the key that signs login codes.
 
 Starlette and uvicorn come with the mcp SDK already (it serves MCP over HTTP with them), so
 the viewer adds no dependency; they give a tested HTTP/1.1 parser, form parsing and routing
@@ -7,6 +7,7 @@ that a stdlib `http.server` would have us write and secure ourselves."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import os
@@ -30,11 +31,11 @@ from ..core.private import create_private
 from ..recall.memory import Memory
 from . import actions, activity, pages
 from .html import CSS, JS, page
-from .security import Guard, Secrets
+from .security import Guard, Secrets, login_url
 from .viewer import Viewer
 
 log = logging.getLogger(__name__)
-URL_FILE = "ui.json"  # under LORE_HOME: the running viewer's URL, for `lore ui --url`
+URL_FILE = "ui.json"  # under LORE_HOME: the running viewer's address and code key, owner-only
 
 
 async def static(request: Request) -> Response:
@@ -57,21 +58,25 @@ async def on_error(request: Request, exc: Exception) -> Response:
                              error=f"{type(exc).__name__}"), status_code=500)
 
 
+# The route table. Every route that is not a GET is a write: tests/web take the write
+# routes from here and check each for the CSRF token, Origin, Host and the cookie.
+ROUTES = [
+    Route("/", pages.tree),
+    Route("/children", pages.children),
+    Route("/search", pages.search),
+    Route("/fragment/{fid}", pages.fragment),
+    Route("/activity", activity.activity_page),
+    Route("/activity/doctor", activity.doctor_checks),
+    Route("/static/{name}", static),
+    Route("/fragment/{fid}/{action}", actions.fragment_action, methods=["POST"]),
+    Route("/merge", actions.merge, methods=["POST"]),
+    Route("/undo/{entry:int}", actions.undo, methods=["POST"]),
+    Route("/retry", actions.retry, methods=["POST"]),
+]
+
+
 def build_app(viewer: Viewer) -> Guard:
-    routes = [
-        Route("/", pages.tree),
-        Route("/children", pages.children),
-        Route("/search", pages.search),
-        Route("/fragment/{fid}", pages.fragment),
-        Route("/activity", activity.activity_page),
-        Route("/activity/doctor", activity.doctor_checks),
-        Route("/static/{name}", static),
-        Route("/fragment/{fid}/{action}", actions.fragment_action, methods=["POST"]),
-        Route("/merge", actions.merge, methods=["POST"]),
-        Route("/undo/{entry:int}", actions.undo, methods=["POST"]),
-        Route("/retry", actions.retry, methods=["POST"]),
-    ]
-    app = Starlette(routes=routes, exception_handlers={LoreError: on_error, Exception: on_error})
+    app = Starlette(routes=ROUTES, exception_handlers={LoreError: on_error, Exception: on_error})
     app.state.viewer = viewer
     return Guard(app, viewer.secrets)
 
@@ -82,30 +87,38 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def publish(home: Path, url: str) -> Path:
-    """Writes the URL owner-only (it carries the token) for `lore ui --url` to find."""
+def publish(home: Path, secrets_: Secrets) -> Path:
+    """Writes, owner-only, where the viewer listens and the key that signs its login codes,
+    for `lore ui --url` to make a link from. The session cookie's value is never written."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     target = home / URL_FILE
     tmp = home / f".{URL_FILE}.{os.getpid()}"
     tmp.unlink(missing_ok=True)
     with open(create_private(tmp), "w") as fh:
-        json.dump({"url": url, "pid": os.getpid()}, fh)
+        json.dump({"url": secrets_.address(), "pid": os.getpid(),
+                   "key": base64.b64encode(secrets_.code_key).decode()}, fh)
     tmp.replace(target)
     return target
 
 
 def published(home: Path) -> dict[str, Any] | None:
-    """The running viewer's {url, pid}, or None when the file is missing or stale (its process
-    is gone, or nothing listens on its port: the pid may have been reused)."""
+    """The running viewer's {url, pid, key}, or None when the file is missing or stale (its
+    process is gone, or nothing listens on its port: the pid may have been reused)."""
     try:
         data = json.loads((home / URL_FILE).read_text())
         os.kill(int(data["pid"]), 0)
         port = urlsplit(str(data["url"])).port
+        base64.b64decode(str(data["key"]), validate=True)
         with socket.create_connection(("127.0.0.1", port or 0), timeout=2):
             pass
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return data
+
+
+def login_link(running: dict[str, Any]) -> str:
+    """A link to the running viewer that signs in once: a new one-time code each call."""
+    return login_url(str(running["url"]), base64.b64decode(str(running["key"])), time.time())
 
 
 def _owner(url_file: Path) -> int | None:
@@ -119,7 +132,7 @@ def serve(settings: Settings, memory: Memory, port: int = 0,
           on_ready: Callable[[str], None] | None = None, idle_minutes: float = 0) -> None:
     """Runs until interrupted, or with `idle_minutes` until no request came for that long (a
     viewer started in the background by /lore:memory must not run forever). `on_ready` gets
-    the URL once the socket listens."""
+    a one-time login link once the socket listens."""
     import uvicorn
 
     secrets_ = Secrets(port=port or free_port())
@@ -139,11 +152,11 @@ def serve(settings: Settings, memory: Memory, port: int = 0,
                 if server.should_exit:
                     return
                 await anyio.sleep(0.05)
-            url_file = publish(settings.home, secrets_.url())
+            url_file = publish(settings.home, secrets_)
             # The vector index loads now, not on the first search.
             tg.start_soon(viewer.run, lambda: memory.search("warm up", limit=1))
             if on_ready is not None:
-                on_ready(secrets_.url())
+                on_ready(login_url(secrets_.address(), secrets_.code_key, time.time()))
             while idle_minutes and not server.should_exit:
                 await anyio.sleep(min(30.0, idle_minutes * 60 / 4))
                 if time.monotonic() - guard.last_request > idle_minutes * 60:

@@ -2,11 +2,17 @@
 happens to open must not read or change the memory through it.
 
 - The server binds to 127.0.0.1 only (app.py).
+- On Linux, a request is answered only when the account that opened its connection is the
+  viewer's own (peer.py): a browser hands a host's cookies to every port of that host, so
+  another account's server on another port can catch the cookie, but cannot use it.
 - Host must be 127.0.0.1:PORT or localhost:PORT: a DNS-rebinding page reaches the port under
   its own name, and is turned away here before anything else runs.
-- A random token, new each run, must come with every request: first in the URL the user was
-  given, which answers with a redirect that sets it as an HttpOnly, SameSite=Strict cookie (so
-  the token leaves the address bar and history), then in that cookie.
+- The session is a random value, new each run, that lives only in this process and in the
+  browser as an HttpOnly, SameSite=Strict cookie. No URL carries it. A URL carries a one-time
+  code instead (`?token=`, a name redaction knows), signed with a per-run key that only
+  `ui.json` (owner-only) holds: the first visit trades it for the cookie and it is worthless
+  afterwards, so the copies a browser's command line, a terminal or a transcript keep open
+  nothing. An unused code expires after CODE_TTL.
 - Every write is a POST that carries the run's CSRF token as a form field, and the browser's
   Origin and Sec-Fetch-Site, when sent, must say the request came from this very origin.
 - Answers are never cached, never framed, send no Referer elsewhere, and may load nothing from
@@ -14,7 +20,10 @@ happens to open must not read or change the memory through it.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -24,7 +33,12 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .peer import checkable, peer_uid
+
 COOKIE = "lore_ui"
+CODE = "token"  # the login code's query parameter: redaction knows the name and hides it
+CODE_TTL = 15 * 60  # seconds an unused login code stays good: time to click a printed link
+NONCE, STAMP, MAC = 16, 8, 16  # a code's parts, in bytes
 HEADERS = {
     "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
                                "img-src 'self' data:; connect-src 'self'; form-action 'self'; "
@@ -43,11 +57,13 @@ SAFE_METHODS = {"GET", "HEAD"}
 
 @dataclass
 class Secrets:
-    """The run's two secrets and the port they are valid on."""
+    """The run's secrets and the port they are valid on."""
 
     port: int = 0
-    token: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    session: str = field(default_factory=lambda: secrets.token_urlsafe(32))  # the cookie
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    code_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))  # signs codes
+    spent: dict[bytes, int] = field(default_factory=dict)  # used codes' nonces, until expiry
 
     def origins(self) -> set[str]:
         return {f"http://127.0.0.1:{self.port}", f"http://localhost:{self.port}"}
@@ -55,8 +71,38 @@ class Secrets:
     def hosts(self) -> set[str]:
         return {f"127.0.0.1:{self.port}", f"localhost:{self.port}"}
 
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}?{urlencode({'token': self.token})}"
+    def address(self) -> str:
+        """Where the viewer listens: no secret in it, safe for logs."""
+        return f"http://127.0.0.1:{self.port}/"
+
+    def redeem(self, code: str, now: float) -> bool:
+        """True once for a code this run's key signed, unexpired; False ever after."""
+        try:
+            raw = base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))
+        except (ValueError, TypeError):
+            return False
+        if len(raw) != NONCE + STAMP + MAC:
+            return False
+        body, mac = raw[:-MAC], raw[-MAC:]
+        if not hmac.compare_digest(mac, _sign(self.code_key, body)):
+            return False
+        nonce, expires = body[:NONCE], int.from_bytes(body[NONCE:], "big")
+        self.spent = {n: t for n, t in self.spent.items() if t >= now}  # forget the expired
+        if not now <= expires <= now + CODE_TTL + 1 or nonce in self.spent:
+            return False
+        self.spent[nonce] = expires
+        return True
+
+
+def _sign(key: bytes, body: bytes) -> bytes:
+    return hmac.new(key, body, hashlib.sha256).digest()[:MAC]
+
+
+def login_url(address: str, code_key: bytes, now: float) -> str:
+    """`address` with a fresh one-time code: what `lore ui` opens and `--url` prints."""
+    body = secrets.token_bytes(NONCE) + int(now + CODE_TTL).to_bytes(STAMP, "big")
+    code = base64.urlsafe_b64encode(body + _sign(code_key, body)).decode().rstrip("=")
+    return f"{address}?{urlencode({CODE: code})}"
 
 
 def _same(given: str | None, expected: str) -> bool:
@@ -86,15 +132,24 @@ class Guard:
             await refused(scope, receive, send)
             return
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        if "token" in query and scope["method"] in SAFE_METHODS:
-            # Trade the URL token for the cookie, and drop it from the address bar.
-            rest = urlencode({k: v for k, v in query.items() if k != "token"})
+        if CODE in query and scope["method"] in SAFE_METHODS:
+            # A login code is spent even when the cookie already lets the browser in.
+            if not (self.secrets.redeem(query[CODE], time.time()) or self._signed_in(scope)):
+                await forbidden("this link was used already or has expired; `lore ui --url` "
+                                "or /lore:memory gives a new one")(scope, receive, send)
+                return
+            # Trade the code for the cookie, and drop it from the address bar.
+            rest = urlencode({k: v for k, v in query.items() if k != CODE})
             # One leading slash: "//host/…" would send the browser to another site.
             target = "/" + scope["path"].lstrip("/") + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303, headers=HEADERS)
-            response.set_cookie(COOKIE, self.secrets.token, httponly=True, samesite="strict",
-                                path="/")
+            response.set_cookie(COOKIE, self.secrets.session, httponly=True,
+                                samesite="strict", path="/")
             await response(scope, receive, send)
+            return
+        if not self._signed_in(scope):
+            await forbidden("open the viewer through the link `lore ui` printed or opened "
+                            "(`lore ui --url` gives a new one)")(scope, receive, send)
             return
 
         started = time.perf_counter()
@@ -113,15 +168,16 @@ class Guard:
 
         await self.app(scope, receive, send_with_headers)
 
+    def _signed_in(self, scope: Scope) -> bool:
+        return _same(_cookie(Headers(scope=scope).get("cookie", "")), self.secrets.session)
+
     def refusal(self, scope: Scope) -> Response | None:
+        """What refuses a request before its credentials are even looked at."""
+        if checkable() and not _same_account(scope):
+            return forbidden("only the account that started the viewer may use it")
         headers = Headers(scope=scope)
         if headers.get("host", "").lower() not in self.secrets.hosts():
             return forbidden("this server answers only to 127.0.0.1 or localhost on its port")
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-        cookie = _cookie(headers.get("cookie", ""))
-        if not (_same(cookie, self.secrets.token) or _same(query.get("token"), self.secrets.token)):
-            return forbidden("open the viewer through the URL `lore ui` printed (it carries "
-                             "this run's token)")
         if scope["method"] not in SAFE_METHODS:
             origin = headers.get("origin")
             if origin is not None and origin not in self.secrets.origins():
@@ -130,6 +186,15 @@ class Guard:
             if site is not None and site not in ("same-origin", "none"):
                 return forbidden("a cross-site request may not change memory")
         return None
+
+
+def _same_account(scope: Scope) -> bool:
+    """The connection was opened by this process's own user (unknown counts as not)."""
+    client, server = scope.get("client"), scope.get("server")
+    if not client or not server:
+        return False
+    return peer_uid((str(client[0]), int(client[1])), (str(server[0]), int(server[1] or 0))) \
+        == os.getuid()
 
 
 def _cookie(header: str) -> str | None:

@@ -1,11 +1,13 @@
 """`lore ui` over real HTTP: the server runs as `python -m lore_plugin.cli ui --no-browser`
-on a real database, and every endpoint is checked for the token, the Host header and (for
-writes) cross-site requests, then for what it shows and what it changes."""
+on a real database, and every endpoint is checked for the cookie, the Host header and (for
+writes) cross-site requests, then for what it shows and what it changes. The attacks of issue
+25 and the route table's write routes are in test_viewer_trust.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -21,6 +23,7 @@ from lore_plugin.core.types import NewFragment
 from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store
+from lore_plugin.web.app import login_link
 from tests.conftest import MODEL_CACHE, PYTHON, python_env
 from tests.recall.test_memory import tree
 
@@ -33,7 +36,6 @@ POSTS = ["/fragment/{css}/edit", "/fragment/{css}/correct", "/fragment/{css}/for
 
 @dataclass
 class Viewer:
-    url: str  # with the token
     base: str
     port: int
     home: Path
@@ -41,10 +43,14 @@ class Viewer:
     ids: dict[str, str]
     proc: subprocess.Popen[bytes]
 
+    def link(self) -> str:
+        """A new one-time login link, as `lore ui --url` makes it."""
+        return login_link(json.loads((self.home / "ui.json").read_text()))
+
     def client(self) -> httpx.Client:
-        """A browser-like client: it has traded the URL's token for the cookie."""
+        """A browser-like client: it has traded a link's one-time code for the cookie."""
         client = httpx.Client(base_url=self.base, follow_redirects=False, timeout=60)
-        first = client.get(self.url)
+        first = client.get(self.link())
         assert first.status_code == 303, first.text
         return client
 
@@ -66,6 +72,7 @@ def viewer_env(home: Path, db: Path) -> dict[str, str]:
 
 
 def start_viewer(home: Path, db: Path, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """The viewer's process and a one-time login link to it."""
     proc = subprocess.Popen([PYTHON, "-m", "lore_plugin.cli", "ui", "--no-browser", *args],
                             env=viewer_env(home, db), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
@@ -74,7 +81,7 @@ def start_viewer(home: Path, db: Path, *args: str) -> tuple[subprocess.Popen[byt
         try:
             data = json.loads((home / "ui.json").read_text())
             if data["pid"] == proc.pid:
-                return proc, data["url"]
+                return proc, login_link(data)
         except (OSError, ValueError):
             pass
         if proc.poll() is not None:
@@ -94,7 +101,7 @@ def viewer(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Viewe
     proc, url = start_viewer(home, db)
     parts = urlsplit(url)
     try:
-        yield Viewer(url, f"{parts.scheme}://{parts.netloc}", parts.port or 0, home, db, ids, proc)
+        yield Viewer(f"{parts.scheme}://{parts.netloc}", parts.port or 0, home, db, ids, proc)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -127,16 +134,17 @@ def test_a_wrong_host_header_is_refused_even_with_the_token(viewer):
     assert client.get("/", headers={"host": f"localhost:{viewer.port}"}).status_code == 200
 
 
-def test_the_url_token_becomes_an_httponly_strict_cookie_and_leaves_the_address_bar(viewer):
+def test_the_links_code_becomes_an_httponly_strict_cookie_and_leaves_the_address_bar(viewer):
     client = httpx.Client(base_url=viewer.base, timeout=60)
-    first = client.get(urlsplit(viewer.url).path + "?" + urlsplit(viewer.url).query)
+    link = urlsplit(viewer.link())
+    first = client.get(link.path + "?" + link.query)
     assert first.status_code == 303 and first.headers["location"] == "/"
     cookie = first.headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
     import http.client
 
     raw = http.client.HTTPConnection("127.0.0.1", viewer.port, timeout=60)
-    raw.request("GET", f"//evil.example/x?{urlsplit(viewer.url).query}")
+    raw.request("GET", f"//evil.example/x?{urlsplit(viewer.link()).query}")
     assert raw.getresponse().getheader("location") == "/evil.example/x"  # never off-site
     page = client.get("/")
     assert page.status_code == 200 and "Billing database" in page.text
@@ -355,17 +363,20 @@ def test_correct_merge_and_forget_over_http(viewer, embedder):
 
 
 # -- starting it --------------------------------------------------------------------------
-def test_the_url_file_is_owner_only_and_lore_ui_url_prints_the_running_viewer(viewer):
+def test_the_url_file_is_owner_only_and_lore_ui_url_prints_a_link_to_the_running_viewer(viewer):
     assert os.stat(viewer.home / "ui.json").st_mode & 0o077 == 0
     done = subprocess.run([PYTHON, "-m", "lore_plugin.cli", "ui", "--url"],
                           env=viewer_env(viewer.home, viewer.db), capture_output=True,
                           text=True, timeout=60)
-    assert done.returncode == 0 and done.stdout.strip() == viewer.url
-    # /lore:memory puts the URL in the transcript: the token never reaches extraction or memory.
+    link = done.stdout.strip()
+    assert done.returncode == 0 and link.startswith(viewer.base + "/?token=")
+    client = httpx.Client(base_url=viewer.base, timeout=60)
+    assert client.get(link).status_code == 303 and client.get("/").status_code == 200
+    # /lore:memory puts the link in the transcript: its code never reaches extraction or memory.
     from lore_plugin.safety.redact import redact
 
-    token = viewer.url.split("token=", 1)[1]
-    assert token not in redact(f"Lore's memory viewer is at: {viewer.url}")
+    code = link.split("token=", 1)[1]
+    assert code not in redact(f"Lore's memory viewer is at: {link}")
 
 
 def test_lore_ui_url_starts_a_viewer_when_none_runs_and_it_cleans_up_on_sigterm(tmp_path):
@@ -436,10 +447,12 @@ def test_the_memory_command_hands_claude_the_url_of_a_viewer_it_started(tmp_path
     assert done.returncode == 0, done.stderr
     running = json.loads((lore / "ui.json").read_text())
     try:
-        assert any(f"viewer is at: {running['url']}" in body for body in bodies)
+        said = [m for b in bodies for m in re.findall(
+            rf"viewer is at: {re.escape(running['url'])}\?token=([\w-]+)", b)]
+        assert said, bodies  # a link with a one-time code, not the bare address
         parts = urlsplit(running["url"])
         client = httpx.Client(base_url=f"http://{parts.netloc}", timeout=60)
-        assert client.get(f"/?{parts.query}").status_code == 303
+        assert client.get(f"/?token={said[0]}").status_code == 303
         assert client.get("/").status_code == 200
     finally:
         os.kill(running["pid"], signal.SIGTERM)
