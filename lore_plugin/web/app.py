@@ -128,6 +128,38 @@ def _owner(url_file: Path) -> int | None:
         return None
 
 
+def _judged_connections(guard: Guard) -> type:
+    """uvicorn's HTTP protocol, telling the guard when each connection opens and closes, so
+    the account behind it is looked up once per connection rather than once per request."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    base: Any = AutoHTTPProtocol
+
+    class JudgedConnection(base):  # type: ignore[misc]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            ends = _ends(transport)
+            if ends is not None:  # else each request is looked up, and refused (security.py)
+                guard.opened(*ends)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            ends = _ends(self.transport)
+            if ends is not None:
+                guard.closed(*ends)
+            super().connection_lost(exc)
+
+    return JudgedConnection
+
+
+def _ends(transport: Any) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    """(client, server) as the ASGI scope names them, or None for a socket without both."""
+    try:
+        peer, me = transport.get_extra_info("peername"), transport.get_extra_info("sockname")
+        return (str(peer[0]), int(peer[1])), (str(me[0]), int(me[1]))
+    except (TypeError, IndexError, ValueError, AttributeError):
+        return None
+
+
 def serve(settings: Settings, memory: Memory, port: int = 0,
           on_ready: Callable[[str], None] | None = None, idle_minutes: float = 0) -> None:
     """Runs until interrupted, or with `idle_minutes` until no request came for that long (a
@@ -140,7 +172,8 @@ def serve(settings: Settings, memory: Memory, port: int = 0,
     guard = build_app(viewer)
     config = uvicorn.Config(guard, host="127.0.0.1", port=secrets_.port,
                             log_level="warning", access_log=False, lifespan="off",
-                            server_header=False, proxy_headers=False)
+                            server_header=False, proxy_headers=False,
+                            http=_judged_connections(guard))
     server = uvicorn.Server(config)
     url_file = None
 

@@ -33,7 +33,7 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .peer import checkable, peer_uid
+from .peer import Address, checkable, peer_uid
 
 COOKIE = "lore_ui"
 CODE = "token"  # the login code's query parameter: redaction knows the name and hides it
@@ -121,6 +121,11 @@ class Guard:
         self.app = app
         self.secrets = secrets_
         self.last_request = time.monotonic()  # of any request, for the idle stop (app.serve)
+        # Whether each open connection's account is ours, judged once when it opened (app.py
+        # calls opened/closed): reading the kernel's table costs milliseconds, and per request
+        # it would double a page's time. A verdict lives exactly as long as its connection, so
+        # a later connection that reuses the port is judged afresh.
+        self.peers: dict[tuple[Address, Address], bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":  # lifespan events carry no request
@@ -171,9 +176,25 @@ class Guard:
     def _signed_in(self, scope: Scope) -> bool:
         return _same(_cookie(Headers(scope=scope).get("cookie", "")), self.secrets.session)
 
+    def opened(self, client: Address, server: Address) -> None:
+        if checkable():
+            self.peers[(client, server)] = _owned_here(client, server)
+
+    def closed(self, client: Address, server: Address) -> None:
+        self.peers.pop((client, server), None)
+
+    def _same_account(self, scope: Scope) -> bool:
+        """The connection was opened by this process's own user (unknown counts as not)."""
+        client, server = scope.get("client"), scope.get("server")
+        if not client or not server:
+            return False
+        key = ((str(client[0]), int(client[1])), (str(server[0]), int(server[1] or 0)))
+        known = self.peers.get(key)
+        return _owned_here(*key) if known is None else known
+
     def refusal(self, scope: Scope) -> Response | None:
         """What refuses a request before its credentials are even looked at."""
-        if checkable() and not _same_account(scope):
+        if checkable() and not self._same_account(scope):
             return forbidden("only the account that started the viewer may use it")
         headers = Headers(scope=scope)
         if headers.get("host", "").lower() not in self.secrets.hosts():
@@ -188,13 +209,8 @@ class Guard:
         return None
 
 
-def _same_account(scope: Scope) -> bool:
-    """The connection was opened by this process's own user (unknown counts as not)."""
-    client, server = scope.get("client"), scope.get("server")
-    if not client or not server:
-        return False
-    return peer_uid((str(client[0]), int(client[1])), (str(server[0]), int(server[1] or 0))) \
-        == os.getuid()
+def _owned_here(client: Address, server: Address) -> bool:
+    return peer_uid(client, server) == os.getuid()
 
 
 def _cookie(header: str) -> str | None:

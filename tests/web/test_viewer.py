@@ -93,6 +93,11 @@ def start_viewer(home: Path, db: Path, *args: str) -> tuple[subprocess.Popen[byt
 
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Viewer]:
+    yield from running_viewer(tmp_path_factory, embedder)
+
+
+def running_viewer(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Viewer]:
+    """A viewer on the small realistic memory (tests.recall.test_memory.tree), until closed."""
     root = tmp_path_factory.mktemp("viewer")
     home, db = root / "home", root / "home" / "memory.db"
     memory = Memory(db, embedder, project="/work/project-a")

@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,7 +25,7 @@ from lore_plugin.web.app import ROUTES, login_link
 from lore_plugin.web.peer import peer_uid
 from lore_plugin.web.security import COOKIE, Guard, Secrets
 from tests.conftest import PYTHON
-from tests.web.test_viewer import Viewer, viewer, viewer_env  # noqa: F401 - the fixture
+from tests.web.test_viewer import Viewer, running_viewer, viewer_env
 
 NOBODY = 65534
 SECRET = "ghp" + "_" + "Tr7uStR0uNd2x9Qw4Ez8Lk3Mn6Bv1Cx5Zp0A"  # a GitHub token's shape
@@ -49,6 +50,11 @@ for method, path, body, headers in [
     out.append([answer.status, answer.read().decode(errors="replace")])
 print(json.dumps(out))
 """
+
+
+@pytest.fixture(scope="module")
+def viewer(tmp_path_factory: pytest.TempPathFactory, embedder) -> Iterator[Viewer]:
+    yield from running_viewer(tmp_path_factory, embedder)
 
 
 def signed_in(viewer: Viewer) -> tuple[httpx.Client, str]:
