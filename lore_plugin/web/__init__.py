@@ -1,6 +1,7 @@
 """`lore ui`: a local web viewer to browse, search and curate memory.
 
-    security   Host, token and cross-site checks in front of every route
+    security   account, Host, cookie, one-time code and cross-site checks before every route
+    peer       which account opened a loopback connection (Linux's /proc/net/tcp)
     html       escaping, the layout, the stylesheet and the little script
     pages      the topic tree, search and the fragment page (reads)
     activity   sessions, parked batches, LLM use, consolidation, doctor, the undo journal
