@@ -114,8 +114,9 @@ def forbidden(reason: str) -> Response:
 
 
 class Guard:
-    """ASGI middleware: checks Host, token and (for writes) cross-site signals, then calls the
-    app and adds the security headers to whatever it answers."""
+    """ASGI middleware: checks the account behind the connection, Host, the session cookie (or
+    trades a one-time code for it) and, for writes, cross-site signals; then calls the app and
+    adds the security headers to whatever it answers."""
 
     def __init__(self, app: ASGIApp, secrets_: Secrets) -> None:
         self.app = app
