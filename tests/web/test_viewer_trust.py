@@ -28,16 +28,17 @@ from tests.conftest import PYTHON
 from tests.web.test_viewer import Viewer, running_viewer, viewer_env
 
 NOBODY = 65534
+SYSTEM_PYTHON = "/usr/bin/python3"
 SECRET = "ghp" + "_" + "Tr7uStR0uNd2x9Qw4Ez8Lk3Mn6Bv1Cx5Zp0A"  # a GitHub token's shape
 AWS_ID = "AKIA" + "QX7T2M9KZB4LW8RA"
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="the kernel's socket tables are Linux's")
 
-# A client that another local account runs: the standard library only, so /usr/bin/python3
+# A client that another local account runs: the standard library only, so the system's Python
 # can run it as `nobody` without reading anything of the user's.
 OTHER_ACCOUNT = """
 import http.client, json, sys
-base, port, cookie, csrf, fid, link = json.loads(sys.argv[1])
+port, cookie, csrf, fid, link = json.loads(sys.argv[1])
 out = []
 for method, path, body, headers in [
         ("GET", "/search?q=invoices", None, {"Cookie": cookie}),
@@ -64,13 +65,14 @@ def signed_in(viewer: Viewer) -> tuple[httpx.Client, str]:
 
 # -- 1. the cookie reaches any server on 127.0.0.1 -------------------------------------------
 @linux_only
-@pytest.mark.skipif(os.geteuid() != 0, reason="acting as another account needs root")
+@pytest.mark.skipif(os.geteuid() != 0 or not Path(SYSTEM_PYTHON).exists(),
+                    reason="acting as another account needs root (and a Python it can run)")
 def test_another_local_account_with_the_users_cookie_and_link_is_refused(viewer):
     client, csrf = signed_in(viewer)
     cookie = f"{COOKIE}={client.cookies[COOKIE]}"
     link = viewer.link().removeprefix(viewer.base)
-    args = json.dumps([viewer.base, viewer.port, cookie, csrf, viewer.ids["react"], link])
-    done = subprocess.run(["/usr/bin/python3", "-I", "-c", OTHER_ACCOUNT, args], user=NOBODY,
+    args = json.dumps([viewer.port, cookie, csrf, viewer.ids["react"], link])
+    done = subprocess.run([SYSTEM_PYTHON, "-I", "-c", OTHER_ACCOUNT, args], user=NOBODY,
                           group=NOBODY, extra_groups=[], cwd="/", env={"PATH": "/usr/bin"},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -155,7 +157,7 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> str:
 
 
 def test_the_browser_is_opened_with_a_code_that_works_once_and_no_file_holds_the_session(
-        viewer, tmp_path):
+        tmp_path):
     home, db = tmp_path / "home", tmp_path / "home" / "memory.db"
     seen = tmp_path / "browser-argv"
     browser = tmp_path / "browser"
