@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..core.config import Settings
 from ..core.types import Fragment
 from ..recall.render import RECALLED_NOTICE, clip, plural, recalled, short_id, source_label
+from ..safety.frame import neutralise
 
 LIMIT = 1500
 TOPICS = 8
@@ -41,7 +42,8 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             topics = [t for t in memory.topics(limit=TOPICS * 3)
                       if trusted_for_brief(t.fragment)][:TOPICS]
             total, here = memory.reader.topic_totals(project)
-            recurring = brief_lines(memory.reader, project)
+            # Neutralised before they are measured: the frame's own pass never lengthens them.
+            recurring = [neutralise(line) for line in brief_lines(memory.reader, project)]
             warnings = problems(settings, memory.reader)  # on the connection already open
         finally:
             memory.close()
@@ -70,7 +72,7 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     shown = shown if len(shown) > 1 else []
     budget -= sum(len(x) + 1 for x in shown)
     for t in topics:
-        line = (f"- [{short_id(t.fragment.id)}] {clip(t.fragment.summary, 70)} "
+        line = (f"- [{short_id(t.fragment.id)}] {clip(neutralise(t.fragment.summary), 70)} "
                 f"({plural(t.fragment_count, 'fragment')}, from: {source_label(t.fragment)})")
         if len(line) + 1 > budget:
             break

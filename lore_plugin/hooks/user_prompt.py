@@ -88,5 +88,10 @@ def prompt_context(prompt: str, session: str, home: str, db_path: str,
     text, ids = answer.get("context"), answer.get("ids")
     if not isinstance(text, str) or not text or not isinstance(ids, list) or not ids:
         return None
+    from ..safety.frame import reframed
+
+    text = reframed(text)  # a server from before the frame was neutralised may answer
+    if text is None:
+        return None
     remember(home, session, [i for i in ids if isinstance(i, str) and i.isalnum()])
     return text

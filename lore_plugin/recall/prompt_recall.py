@@ -10,6 +10,7 @@ Topics (depth 0) are never injected: their one-line names say too little to be w
 
 from __future__ import annotations
 
+from ..safety.frame import neutralise
 from . import render
 from .terms import fts_expression, held_terms, keyword_terms
 
@@ -90,7 +91,8 @@ def item_line(frag: Fragment, room: int) -> str | None:
     space = room - len(head) - len(tail)
     if space < MIN_ITEM_CHARS:
         return None
-    return head + render.clip(body, space) + tail
+    # Neutralised before it is clipped: NFKC can lengthen text, and the frame would again.
+    return head + render.clip(neutralise(body), space) + tail
 
 
 def compose(frags: list[Fragment], budget: int = BUDGET) -> tuple[str | None, list[str]]:

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 RUN_DIR = "run"
 MAX_REQUEST = 256 * 1024  # the hook sends at most 4,000 prompt characters and the seen ids
 MAX_ANSWER = 256 * 1024
-SERVER_READ_TIMEOUT = 2.0  # a client that connects and says nothing is dropped after this
+REQUEST_DEADLINE = 1.0  # seconds for a whole request, its first byte to its answer
+MAX_CLIENTS = 16  # requests answered at once; a client beyond that is closed at once
+SEND_GRACE = 0.1  # seconds to hand over an answer finished just after the deadline
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
 
@@ -50,13 +52,15 @@ def _peer_is_owner(conn: socket.socket) -> bool:
 
 
 class Listener:
-    """The server side: a daemon thread answering one connection at a time with `handle`."""
+    """The server side: a daemon thread accepting connections, and one short-lived thread per
+    request answering it with `handle` (which must be safe to call from several at once)."""
 
     def __init__(self, home: str, db_path: str,
-                 handle: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+                 handle: Callable[[dict[str, Any]], dict[str, Any]],
+                 deadline: float = REQUEST_DEADLINE) -> None:
         import secrets
 
-        self.home, self.db_path, self.handle = home, db_path, handle
+        self.home, self.db_path, self.handle, self.deadline = home, db_path, handle, deadline
         self.token = secrets.token_hex(16)
         self.pid = os.getpid()
         self.info_path = os.path.join(run_dir(home), f"{self.pid}.json")
@@ -101,30 +105,54 @@ class Listener:
         self._thread.start()
 
     def _serve(self) -> None:
-        import hmac
+        """Accepts connections and answers each on its own thread, so a client that drips its
+        request, or never reads its answer, holds up no one else."""
+        import threading
 
         sock = self._sock
+        slots = threading.BoundedSemaphore(MAX_CLIENTS)
         while sock is not None and self._sock is not None:
             try:
                 conn, _ = sock.accept()
             except OSError:
                 return  # closed
-            with conn:
-                try:
-                    conn.settimeout(SERVER_READ_TIMEOUT)
-                    if not _peer_is_owner(conn):
-                        continue
-                    request = json.loads(_read_line(conn, MAX_REQUEST) or b"null")
-                    if not isinstance(request, dict) or not hmac.compare_digest(
-                            str(request.get("token", "")), self.token):
-                        continue
-                    answer = self.handle(request)
-                    conn.sendall(json.dumps(answer).encode() + b"\n")
-                except Exception:  # one bad client must not stop the listener
-                    import logging
+            if not slots.acquire(blocking=False):
+                conn.close()  # too many at once: that hook searches by keywords itself
+                continue
+            try:
+                threading.Thread(target=self._answer, args=(conn, slots),
+                                 name="lore-prompt-request", daemon=True).start()
+            except RuntimeError:  # no thread to be had: as if too many
+                conn.close()
+                slots.release()
 
-                    logging.getLogger("lore.server").warning("prompt socket request failed",
-                                                             exc_info=True)
+    def _answer(self, conn: socket.socket, slots: threading.BoundedSemaphore) -> None:
+        """One request within REQUEST_DEADLINE in all: a per-read timeout alone would let a
+        client that sends a byte a second keep its connection for ever."""
+        import hmac
+        import logging
+        import time
+
+        deadline = time.monotonic() + self.deadline
+        try:
+            with conn:
+                if not _peer_is_owner(conn):
+                    return
+                request = json.loads(_read_line(conn, MAX_REQUEST, deadline) or b"null")
+                if not isinstance(request, dict) or not hmac.compare_digest(
+                        str(request.get("token", "")), self.token):
+                    return
+                answer = self.handle(request)
+                conn.settimeout(max(deadline - time.monotonic(), SEND_GRACE))
+                conn.sendall(json.dumps(answer).encode() + b"\n")
+        except TimeoutError:
+            logging.getLogger("lore.server").info(
+                "prompt socket: a client took more than %.1f s; dropped", self.deadline)
+        except Exception:  # one bad client must not stop the listener
+            logging.getLogger("lore.server").warning("prompt socket request failed",
+                                                     exc_info=True)
+        finally:
+            slots.release()
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -147,10 +175,18 @@ class Listener:
                 pass
 
 
-def _read_line(conn: socket.socket, limit: int) -> bytes:
+def _read_line(conn: socket.socket, limit: int, deadline: float) -> bytes:
+    """The first line the client sends, read until `deadline` (time.monotonic) at the latest;
+    TimeoutError past it."""
+    import time
+
     chunks: list[bytes] = []
     size = 0
     while size < limit:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("request deadline passed")
+        conn.settimeout(left)
         chunk = conn.recv(65536)
         if not chunk:
             break

@@ -52,6 +52,7 @@ from .tool_schema import (
     first_nodes,
     fragment_out,
     preorder,
+    structured,
 )
 
 log = logging.getLogger("lore.server")
@@ -75,7 +76,7 @@ INSTRUCTIONS = (
 
 def answer(text: str, data: BaseModel) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=data.model_dump(mode="json"))
+                          structured_content=structured(data))
 
 
 def fitted(build: Callable[[int], tuple[str, BaseModel]], total: int) -> CallToolResult:
@@ -87,7 +88,7 @@ def fitted(build: Callable[[int], tuple[str, BaseModel]], total: int) -> CallToo
         if size <= MAX_CHARS or shown <= 1:
             break
         shown = max(1, min(shown - 1, int(shown * MAX_CHARS / size)))
-    return answer(text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…", data)
+    return answer(render.cut(text, MAX_CHARS), data)
 
 
 def more_note(omitted: int, hint: str) -> str:

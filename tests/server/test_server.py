@@ -355,6 +355,7 @@ def other(name: str) -> str:
 # -- start-up and the service, in process -----------------------------------------------
 async def test_an_empty_memory_answers_with_what_to_do_next(tmp_path: Path):
     from lore_plugin.recall.memory import Memory
+    from lore_plugin.recall.render import RECALLED_NOTICE
     from lore_plugin.server.tools import build_server
 
     memory = Memory(tmp_path / "empty.db", None, project=str(tmp_path))
@@ -364,7 +365,7 @@ async def test_an_empty_memory_answers_with_what_to_do_next(tmp_path: Path):
         explore = await client.call_tool("explore_memory", {"topic": "anything at all"})
     memory.close()
     assert "Memory is empty" in text_of(topics) and topics.structured_content == {
-        "topics": [], "omitted": 0}
+        "notice": RECALLED_NOTICE, "topics": [], "omitted": 0}
     assert "list_topics" in text_of(query) and query.structured_content["fragments"] == []
     assert "list_topics" in text_of(explore) and explore.structured_content["found"] is False
 
