@@ -1,5 +1,5 @@
-"""Upkeep for `lore doctor` and forgetting: integrity checks, the FTS index, graph repair,
-the WAL, and making deleted text unrecoverable."""
+"""Upkeep for `lore doctor` and forgetting: integrity checks, the FTS index, graph repair
+(orphans, dangling pointers, cycles), the WAL, and making deleted text unrecoverable."""
 
 from __future__ import annotations
 
@@ -44,6 +44,64 @@ class Upkeep(Vectors):
         return [r[0] for r in self.conn.execute(
             "SELECT id FROM fragments f WHERE superseded_by IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM fragments g WHERE g.id = f.superseded_by)")]
+
+    def hierarchy_cycles(self) -> list[str]:
+        """One hierarchical edge per cycle (A→B→C→A), whose removal breaks it. A depth-first
+        walk from the shallowest fragments meets a cycle's edge back up last, so that is the
+        edge named: C→A, not the topic's own A→B."""
+        children: dict[str, list[tuple[str, str]]] = {}
+        starts: list[tuple[int, str]] = []
+        for eid, parent, child, depth in self.conn.execute(
+                "SELECT e.id, e.source, e.target, f.depth FROM edges e JOIN fragments f "
+                "ON f.id = e.source WHERE e.kind = 'hierarchical'"):
+            children.setdefault(parent, []).append((child, eid))
+            starts.append((depth, parent))
+        state: dict[str, bool] = {}  # False while on the walk's path, True once finished
+        back: list[str] = []
+        for _, start in sorted(starts):
+            if start in state:
+                continue
+            state[start] = False
+            stack = [(start, iter(sorted(children.get(start, []))))]
+            while stack:  # iterative: a deep tree must not hit Python's recursion limit
+                node, todo = stack[-1]
+                for child, eid in todo:
+                    if child not in state:
+                        state[child] = False
+                        stack.append((child, iter(sorted(children.get(child, [])))))
+                        break
+                    if state[child] is False:
+                        back.append(eid)
+                else:
+                    state[node] = True
+                    stack.pop()
+        return back
+
+    def supersession_links(self) -> dict[str, str]:
+        """old -> newer for every superseded fragment."""
+        return dict(self.conn.execute(
+            "SELECT id, superseded_by FROM fragments WHERE superseded_by IS NOT NULL").fetchall())
+
+    def supersession_cycles(self) -> list[str]:
+        """One fragment per supersession cycle (A superseded by B, B by A): the newest, whose
+        pointer cleared makes it the current version again."""
+        points, born = {}, {}
+        for fid, newer, created in self.conn.execute(
+                "SELECT id, superseded_by, created_at FROM fragments "
+                "WHERE superseded_by IS NOT NULL"):
+            points[fid], born[fid] = newer, created
+        walked: dict[str, str] = {}
+        breakers = []
+        for start in points:
+            path, node = [], start
+            while node in points and node not in walked:
+                walked[node] = start
+                path.append(node)
+                node = points[node]
+            if walked.get(node) == start and node in path:  # this walk closed a loop
+                loop = path[path.index(node):]
+                breakers.append(max(loop, key=lambda f: (born[f], f)))
+        return breakers
 
     def repair_graph(self, edge_ids: Sequence[str], fragment_ids: Sequence[str]) -> None:
         with self.write():

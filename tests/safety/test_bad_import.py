@@ -14,7 +14,8 @@ import pytest
 from lore_plugin.core.config import Settings
 from lore_plugin.core.relevance import relevance
 from lore_plugin.embedding import vector_snapshot
-from lore_plugin.maintenance.operations import apply_import, doctor, export, plan_import
+from lore_plugin.maintenance.importing import apply_import, plan_import
+from lore_plugin.maintenance.operations import doctor, export
 from lore_plugin.recall import search
 from lore_plugin.recall.memory import Memory
 from lore_plugin.safety.importcheck import EMBED_BYTES
