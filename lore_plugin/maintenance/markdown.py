@@ -130,7 +130,10 @@ class _Mirror:
 
     def _bullets(self, parent: str, kids: dict[str, list[Fragment]], indent: str,
                  lines: list[str], shown: set[str]) -> None:
-        """Each fragment once, however the edges loop: `shown` holds what is written."""
+        """Each fragment once, however the edges loop (`shown` holds what is written), and no
+        deeper than 16 levels, twice what memory holds."""
+        if len(indent) > 30:
+            return
         for frag in kids.get(parent, []):
             if frag.id in shown:
                 continue

@@ -86,19 +86,24 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
 
 
 def _graph(store: Store, fix: bool) -> Finding:
-    """Edges and pointers that lead nowhere, and loops: a hierarchy loop (A→B→C→A) or a
-    supersession loop made export, forgetting and the topic counts fail or miscount. A loop is
-    repaired by removing one link of it, the one that points back up (or, for versions, the
-    newest one's pointer, so it is current again)."""
-    orphans, dangling = store.orphan_edges(), store.dangling_supersessions()
+    """Edges and pointers that lead nowhere, second parents, and loops: a hierarchy loop
+    (A→B→C→A) or a supersession loop made export, forgetting and the topic counts fail or
+    miscount. A second parent goes (the newest edge is the parent, as linking moves a child);
+    a loop loses one link, the one that points back up (or, for versions, the newest one's
+    pointer, so it is current again)."""
+    orphans, dangling, extra = (store.orphan_edges(), store.dangling_supersessions(),
+                                store.extra_parents())
     loops, version_loops = store.hierarchy_cycles(), store.supersession_cycles()
-    finding = Finding("graph", not (orphans or dangling or loops or version_loops),
+    finding = Finding("graph", not (orphans or dangling or extra or loops or version_loops),
                       f"{len(orphans)} orphan edges, {len(dangling)} dangling supersessions, "
-                      f"{len(loops)} loops in the hierarchy, {len(version_loops)} loops of "
-                      "versions")
+                      f"{len(extra)} second parents, {len(loops)} loops in the hierarchy, "
+                      f"{len(version_loops)} loops of versions")
     if not finding.ok and fix:
-        store.repair_graph([*orphans, *loops], [*dangling, *version_loops])
-        finding.fixed = not (store.hierarchy_cycles() or store.supersession_cycles())
+        store.repair_graph([*orphans, *extra], dangling)
+        # Loops are looked for again once second parents are gone: some went with them.
+        store.repair_graph(store.hierarchy_cycles(), store.supersession_cycles())
+        finding.fixed = not (store.extra_parents() or store.hierarchy_cycles()
+                             or store.supersession_cycles())
     return finding
 
 

@@ -45,30 +45,38 @@ class Upkeep(Vectors):
             "SELECT id FROM fragments f WHERE superseded_by IS NOT NULL AND NOT EXISTS "
             "(SELECT 1 FROM fragments g WHERE g.id = f.superseded_by)")]
 
+    def extra_parents(self) -> list[str]:
+        """Hierarchical edges into a fragment that has a newer one: a child has one parent
+        (linking moves it), so only an old import could leave a second, and a walk then
+        reaches the child twice."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT e.id FROM edges e WHERE e.kind = 'hierarchical' AND EXISTS (SELECT 1 "
+            "FROM edges g WHERE g.target = e.target AND g.kind = 'hierarchical' AND "
+            "(g.created_at, g.rowid) > (e.created_at, e.rowid))")]
+
     def hierarchy_cycles(self) -> list[str]:
         """One hierarchical edge per cycle (A→B→C→A), whose removal breaks it. A depth-first
         walk from the shallowest fragments meets a cycle's edge back up last, so that is the
         edge named: C→A, not the topic's own A→B."""
-        children: dict[str, list[tuple[str, str]]] = {}
-        starts: list[tuple[int, str]] = []
-        for eid, parent, child, depth in self.conn.execute(
-                "SELECT e.id, e.source, e.target, f.depth FROM edges e JOIN fragments f "
-                "ON f.id = e.source WHERE e.kind = 'hierarchical'"):
+        children: dict[str, list[tuple[str, str]]] = {}  # parents in order, shallowest first
+        for eid, parent, child in self.conn.execute(
+                "SELECT e.id, e.source, e.target FROM edges e JOIN fragments f "
+                "ON f.id = e.source WHERE e.kind = 'hierarchical' "
+                "ORDER BY f.depth, e.source, e.target"):
             children.setdefault(parent, []).append((child, eid))
-            starts.append((depth, parent))
         state: dict[str, bool] = {}  # False while on the walk's path, True once finished
         back: list[str] = []
-        for _, start in sorted(starts):
+        for start in children:
             if start in state:
                 continue
             state[start] = False
-            stack = [(start, iter(sorted(children.get(start, []))))]
+            stack = [(start, iter(children[start]))]
             while stack:  # iterative: a deep tree must not hit Python's recursion limit
                 node, todo = stack[-1]
                 for child, eid in todo:
                     if child not in state:
                         state[child] = False
-                        stack.append((child, iter(sorted(children.get(child, [])))))
+                        stack.append((child, iter(children.get(child, []))))
                         break
                     if state[child] is False:
                         back.append(eid)

@@ -37,7 +37,8 @@ def test_doctor_finds_a_loop_in_the_hierarchy_and_among_versions_and_repairs_bot
     memory.writer.supersede(ids["pool"], ids["vacuum"], clock())
     graph = next(f for f in doctor(settings) if f.check == "graph")
     assert not graph.ok
-    assert graph.detail.endswith("1 loops in the hierarchy, 1 loops of versions")
+    assert graph.detail.endswith("0 second parents, 1 loops in the hierarchy, 1 loops of "
+                                 "versions")
     fixed = next(f for f in doctor(settings, fix=True) if f.check == "graph")
     assert fixed.fixed
     assert all(f.ok for f in doctor(settings))
@@ -112,3 +113,18 @@ def test_a_chain_of_fragments_with_two_parents_each_is_walked_in_bounded_time(se
     assert out.returncode == 0, out.stderr
     # 32 levels up, 16 down (two fragments each); 12 levels down holds the pair at depth 12
     assert out.stdout.split() == ["64", "32", "32", "2"]
+
+
+def test_doctor_finds_a_second_parent_and_keeps_the_newest(memory, settings, clock):
+    """Linking moves a child, so only an old import could give one two parents; a walk then
+    reaches it twice, and a chain of them (the test above) made walks explode."""
+    ids = tree(memory)
+    memory.writer.execute("INSERT INTO edges VALUES (?, ?, ?, 'hierarchical', 1.0, ?)",
+                          ("e" * 32, ids["react"], ids["pool"], clock() + 1))
+    graph = next(f for f in doctor(settings) if f.check == "graph")
+    assert not graph.ok and "1 second parents" in graph.detail
+    assert next(f for f in doctor(settings, fix=True) if f.check == "graph").fixed
+    assert all(f.ok for f in doctor(settings))
+    assert memory.reader.parent_id(ids["pool"]) == ids["react"]
+    assert {t.fragment.id: t.fragment_count for t in memory.topics()} == {ids["db"]: 3,
+                                                                          ids["ui"]: 3}
