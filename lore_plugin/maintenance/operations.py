@@ -155,7 +155,7 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
                 frag["metadata"] = _metadata(frag["metadata"])
                 # Rows kept before every write was redacted are scrubbed on their way out.
                 frag["summary"], frag["content"] = redact(frag["summary"]), redact(frag["content"])
-                frag["project"] = None if frag["project"] is None else redact(frag["project"])
+                frag["project"] = redact_or_none(frag["project"])
                 fh.write(orjson.dumps({"fragment": frag}) + b"\n")
                 counts["fragments"] += 1
             for edge in store.export_edges():
