@@ -173,7 +173,7 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    from ..maintenance.operations import apply_import, plan_import
+    from ..maintenance.importing import apply_import, plan_import
 
     plan = plan_import(settings, args.file)
     print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges, "

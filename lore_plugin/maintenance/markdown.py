@@ -4,10 +4,14 @@ bullets (details nested under them), and wiki-links for associations.
 
 Every file says at the top that it is a view: Lore never reads it back, so an edit there
 changes nothing. Files are owner-only and their text is redacted. A topic forgotten since the
-last export loses its file too: the mirror must not keep what memory let go."""
+last export loses its file too: the mirror must not keep what memory let go.
+
+Memory's text is data, never markup: Obsidian and other viewers render inline HTML, so a
+remembered `<script>` or `<img onerror=...>` is written escaped (shown, not run)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -35,8 +39,9 @@ def file_stem(topic: Fragment) -> str:
 
 
 def heading(text: str) -> str:
-    """A heading's text, safe to link to with [[file#heading]]."""
-    return re.sub(r"[#\[\]|^\n]+", " ", redact(text)).strip()[:120] or "untitled"
+    """A heading's text, safe to link to with [[file#heading]]: no characters that end a link,
+    and no `<` or `>` (a link cannot hold an escape, so they go rather than make a tag)."""
+    return re.sub(r"[#\[\]|^<>\n]+", " ", redact(text)).strip()[:120] or "untitled"
 
 
 def _when(ts: float | None) -> str:
@@ -44,7 +49,7 @@ def _when(ts: float | None) -> str:
 
 
 def _body(text: str, indent: str) -> str:
-    lines = redact(text).strip().splitlines() or [""]
+    lines = html.escape(redact(text), quote=False).strip().splitlines() or [""]
     return lines[0] + "".join(f"\n{indent}{line}" for line in lines[1:])
 
 
@@ -67,9 +72,10 @@ class _Mirror:
             self.home[topic.id] = (stem, "")
             for frag in below.values():
                 concept = frag if frag.depth == 1 else None
-                climb = frag
-                while concept is None and climb.parent_id in below:
+                climb, seen = frag, {frag.id}
+                while concept is None and climb.parent_id in below and climb.parent_id not in seen:
                     climb = below[climb.parent_id]
+                    seen.add(climb.id)  # a loop in a damaged tree ends the climb
                     concept = climb if climb.depth == 1 else None
                 self.home[frag.id] = (stem, heading(concept.summary) if concept else "")
         self.links: dict[str, list[tuple[str, float]]] = defaultdict(list)
@@ -112,7 +118,7 @@ class _Mirror:
                       f"{source_label(concept)}</small>", ""]
             if concept.content.strip() and concept.content.strip() != concept.summary.strip():
                 lines += [_body(concept.content, ""), ""]
-            self._bullets(concept.id, kids, "", lines)
+            self._bullets(concept.id, kids, "", lines, {topic.id, concept.id})
             related = self.related([concept.id], stem)
             if related:
                 lines += ["", "Related: " + ", ".join(related)]
@@ -123,14 +129,21 @@ class _Mirror:
         return "\n".join(lines).rstrip() + "\n"
 
     def _bullets(self, parent: str, kids: dict[str, list[Fragment]], indent: str,
-                 lines: list[str]) -> None:
+                 lines: list[str], shown: set[str]) -> None:
+        """Each fragment once, however the edges loop (`shown` holds what is written), and no
+        deeper than 16 levels, twice what memory holds."""
+        if len(indent) > 30:
+            return
         for frag in kids.get(parent, []):
+            if frag.id in shown:
+                continue
+            shown.add(frag.id)
             text = f"**{_body(frag.summary, indent + '  ')}**"
             if frag.content.strip() and frag.content.strip() != frag.summary.strip():
                 text += f" — {_body(frag.content, indent + '  ')}"
             lines.append(f"{indent}- {text} <small>({frag.id[:12]}, {_when(frag.created_at)}"
                          f", {source_label(frag)})</small>")
-            self._bullets(frag.id, kids, indent + "  ", lines)
+            self._bullets(frag.id, kids, indent + "  ", lines, shown)
 
 
 def export_markdown(settings: Settings, out: Path, now: float | None = None) -> int:
@@ -147,9 +160,12 @@ def export_markdown(settings: Settings, out: Path, now: float | None = None) -> 
                 target = out / name
                 tmp = temp_sibling(target)
                 tmp.unlink(missing_ok=True)  # a crashed run of ours left it
-                with open(create_private(tmp), "w", encoding="utf-8") as fh:
-                    fh.write(mirror.render(topic, exported))
-                os.replace(tmp, target)
+                try:
+                    with open(create_private(tmp), "w", encoding="utf-8") as fh:
+                        fh.write(mirror.render(topic, exported))
+                    os.replace(tmp, target)
+                finally:
+                    tmp.unlink(missing_ok=True)  # gone already unless writing failed
                 written.add(name)
     finally:
         store.close()

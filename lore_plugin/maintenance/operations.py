@@ -1,11 +1,12 @@
-"""Inspection and repair: doctor, export/import, and forgetting on request."""
+"""Inspection and repair: doctor, export (importing.py reads it back), and forgetting on
+request."""
 
 from __future__ import annotations
 
 import base64
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +37,6 @@ class Finding:
     fixed: bool = False
 
 
-@dataclass
-class ImportPlan:
-    fragments: list[dict[str, Any]] = field(default_factory=list)
-    edges: list[dict[str, Any]] = field(default_factory=list)
-    watermarks: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    skipped_fragments: int = 0
-    skipped_edges: int = 0
-    skipped_failures: int = 0
-    failure_keys: set[tuple[Any, ...]] = field(default_factory=set)  # the file's, while planning
-    problems: importcheck.Problems = field(default_factory=importcheck.Problems)
-    lines: dict[int, int] = field(default_factory=dict)  # id(row) -> its line, while planning
-
-
 def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None
            ) -> list[Finding]:
     """Every check reports; with `fix`, each repairable problem is repaired in place."""
@@ -68,13 +55,7 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
             store.rebuild_fts()
             finding.fixed = store.fts_consistent()
         found.append(finding)
-        orphans, dangling = store.orphan_edges(), store.dangling_supersessions()
-        finding = Finding("graph", not orphans and not dangling,
-                          f"{len(orphans)} orphan edges, {len(dangling)} dangling supersessions")
-        if (orphans or dangling) and fix:
-            store.repair_graph(orphans, dangling)
-            finding.fixed = True
-        found.append(finding)
+        found.append(_graph(store, fix))
         wrong = store.wrong_length_embeddings(EMBED_BYTES)
         finding = Finding("vectors", not wrong, f"{len(wrong)} vectors of the wrong length "
                           f"(not {EMBED_BYTES} bytes; search leaves them out)")
@@ -102,6 +83,28 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
         store.close()
     found.append(_stale_locks(settings, fix))
     return found
+
+
+def _graph(store: Store, fix: bool) -> Finding:
+    """Edges and pointers that lead nowhere, second parents, and loops: a hierarchy loop
+    (A→B→C→A) or a supersession loop made export, forgetting and the topic counts fail or
+    miscount. A second parent goes (the newest edge is the parent, as linking moves a child);
+    a loop loses one link, the one that points back up (or, for versions, the newest one's
+    pointer, so it is current again)."""
+    orphans, dangling, extra = (store.orphan_edges(), store.dangling_supersessions(),
+                                store.extra_parents())
+    loops, version_loops = store.hierarchy_cycles(), store.supersession_cycles()
+    finding = Finding("graph", not (orphans or dangling or extra or loops or version_loops),
+                      f"{len(orphans)} orphan edges, {len(dangling)} dangling supersessions, "
+                      f"{len(extra)} second parents, {len(loops)} loops in the hierarchy, "
+                      f"{len(version_loops)} loops of versions")
+    if not finding.ok and fix:
+        store.repair_graph([*orphans, *extra], dangling)
+        # Loops are looked for again once second parents are gone: some went with them.
+        store.repair_graph(store.hierarchy_cycles(), store.supersession_cycles())
+        finding.fixed = not (store.extra_parents() or store.hierarchy_cycles()
+                             or store.supersession_cycles())
+    return finding
 
 
 def _file_modes(settings: Settings, fix: bool) -> Finding:
@@ -149,9 +152,10 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
             for frag in store.export_fragments():
                 if frag["embedding"] is not None:
                     frag["embedding"] = base64.b64encode(frag["embedding"]).decode()
-                frag["metadata"] = orjson.loads(frag["metadata"] or "{}")
+                frag["metadata"] = _metadata(frag["metadata"])
                 # Rows kept before every write was redacted are scrubbed on their way out.
                 frag["summary"], frag["content"] = redact(frag["summary"]), redact(frag["content"])
+                frag["project"] = redact_or_none(frag["project"])
                 fh.write(orjson.dumps({"fragment": frag}) + b"\n")
                 counts["fragments"] += 1
             for edge in store.export_edges():
@@ -161,7 +165,8 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
                 fh.write(orjson.dumps({"watermark": mark}) + b"\n")
                 counts["watermarks"] += 1
             for _, session, project, kind, _, what, fix, vector, when in store.failure_records():
-                failure = {"session_id": session, "project": project, "kind": redact(kind),
+                failure = {"session_id": redact_or_none(session),
+                           "project": redact_or_none(project), "kind": redact(kind),
                            "what": redact(what), "fix": None if fix is None else redact(fix),
                            "embedding": base64.b64encode(vector).decode() if vector else None,
                            "created_at": when}
@@ -174,120 +179,15 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
     return counts
 
 
-def plan_import(settings: Settings, source: Path, now: float | None = None) -> ImportPlan:
-    """What importing `source` would add. Every row is checked first (safety/importcheck.py): a bad
-    row is skipped and counted with its reason, the good ones still import."""
-    now = time.time() if now is None else now
-    plan = ImportPlan()
-    with open(source, "rb") as fh:
-        _check_header(source, fh.readline())
-        store = Store(settings.db_path, readonly=True)
-        try:
-            for number, line in enumerate(fh, start=2):
-                if not line.strip():
-                    continue
-                try:
-                    record = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    plan.problems.skip(number, "not JSON")
-                    continue
-                try:
-                    _plan_record(store, record, plan, now, number)
-                except importcheck.BadRow as exc:
-                    plan.problems.skip(number, str(exc))
-            _drop_dangling(store, plan)
-        finally:
-            store.close()
-    return plan
-
-
-def _check_header(source: Path, line: bytes) -> None:
+def _metadata(text: str | None) -> Any:
     try:
-        header = orjson.loads(line or b"{}")
-    except orjson.JSONDecodeError:
-        header = None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise InvalidInput(f"{source} is not a Lore export (no '{FORMAT}' header)")
-    version = header.get("version", 0)
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise InvalidInput(f"{source} has an export version that is not a number")
-    if version > VERSION:
-        raise InvalidInput(f"{source} comes from a newer Lore (export version {version})")
+        return importcheck.redacted(orjson.loads(text or "{}"))
+    except orjson.JSONDecodeError:  # a damaged row still exports, without its metadata
+        return {}
 
 
-def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number: int) -> None:
-    if not isinstance(record, dict):
-        raise importcheck.BadRow("a line that is not a JSON object")
-    if "fragment" in record:
-        frag = importcheck.check_fragment(record["fragment"], now, plan.problems)
-        if store.has_fragment(frag["id"]):
-            plan.skipped_fragments += 1
-            return
-        frag["metadata"] = orjson.dumps(frag["metadata"]).decode()
-        plan.fragments.append(frag)
-        plan.lines[id(frag)] = number
-    elif "edge" in record:
-        edge = importcheck.check_edge(record["edge"], now, plan.problems)
-        if store.has_edge(edge["source"], edge["target"], edge["kind"]):
-            plan.skipped_edges += 1
-        else:
-            plan.edges.append(edge)
-            plan.lines[id(edge)] = number
-    elif "watermark" in record:
-        plan.watermarks.append(importcheck.check_watermark(record["watermark"], now,
-                                                           plan.problems))
-    elif "failure" in record:
-        failure = importcheck.check_failure(record["failure"], now, plan.problems)
-        for field_name in ("kind", "what", "fix"):  # compared and stored as the database has them
-            text = failure[field_name]
-            failure[field_name] = None if text is None else redact(text)
-        same = (failure["session_id"], failure["kind"], failure["what"], failure["created_at"])
-        if same in plan.failure_keys or store.has_failure(*same):
-            plan.skipped_failures += 1
-        else:
-            plan.failure_keys.add(same)
-            plan.failures.append(failure)
-    else:
-        raise importcheck.BadRow("a record that is none of fragment, edge, watermark or "
-                                 "failure")
-
-
-def _drop_dangling(store: Store, plan: ImportPlan) -> None:
-    """An edge must join two fragments that exist after the import (the foreign key would
-    otherwise fail the whole import); a supersession pointer to a fragment that will not
-    exist is dropped, the fragment itself kept."""
-    incoming = {f["id"] for f in plan.fragments}
-
-    def known(fid: str) -> bool:
-        return fid in incoming or store.has_fragment(fid)
-
-    kept = []
-    for edge in plan.edges:
-        if known(edge["source"]) and known(edge["target"]):
-            kept.append(edge)
-        else:
-            plan.problems.skip(plan.lines.get(id(edge), 0), "edge names a fragment that is "
-                               "neither in the file nor in the database")
-    plan.edges = kept
-    for frag in plan.fragments:
-        if frag["superseded_by"] is not None and not known(frag["superseded_by"]):
-            frag["superseded_by"] = None
-            plan.problems.clamped["superseded_by (unknown fragment, dropped)"] += 1
-    plan.lines.clear()
-
-
-def apply_import(settings: Settings, plan: ImportPlan) -> None:
-    from ..capture.patterns import kind_key
-
-    store = Store(settings.db_path)
-    try:
-        store.import_rows(plan.fragments, plan.edges, plan.watermarks)
-        if plan.failures:  # own transaction: they name no fragment, and a rerun skips them
-            store.add_failure_records([
-                (f["session_id"], f["project"], f["kind"], kind_key(f["kind"]), f["what"],
-                 f["fix"], f["embedding"], f["created_at"]) for f in plan.failures])
-    finally:
-        store.close()
+def redact_or_none(text: str | None) -> str | None:
+    return None if text is None else redact(text)
 
 
 def forget(settings: Settings, fragment_id: str, cascade: bool, now: float) -> list[str]:
@@ -319,12 +219,15 @@ def forget_fragments(store: Store, db_path: Path, fragment_id: str, with_childre
     if with_children:
         doomed += [i for i, _ in sorted(below, key=lambda x: -x[1])]  # deepest first
     older = store.older_versions(frag.id)
-    while older:
+    while older:  # each id joins once, so even a loop of versions ends
         doomed += older
-        older = [o for fid in older for o in store.older_versions(fid) if o not in doomed]
+        older = list(dict.fromkeys(o for fid in older for o in store.older_versions(fid)
+                                   if o not in doomed))
     store.secure_delete()
     summaries = [f.summary for f in store.get_many(doomed, with_parent=False).values()]
     with store.write():
+        if with_children:  # nothing in the subtree is moved up into it (a loop would)
+            store.cut_hierarchy_within(doomed)
         for victim in doomed[1:] + doomed[:1]:
             if store.has_live_or_dead(victim):
                 store.delete(victim, now)

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.relevance import MIN_DECAY, relevance
 from ..core.types import EMBED_BYTES, EMBED_DIM
+from .redact import redact
 
 # new_id() writes 32 lowercase hex digits; a uuid4 in its usual dashed form is accepted too.
 _ID = re.compile(r"^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
@@ -35,6 +36,10 @@ MAX_ACCESS = 1_000_000
 MAX_DECAY = 1.0  # per day: gone within days; the fastest built-in level is 0.07
 EDGE_KINDS = frozenset({"hierarchical", "associative", "temporal", "supersedes"})
 EXAMPLE_LINES = 3  # line numbers quoted per reason
+# A line is read whole to be parsed, so its size is bounded: a fragment at MAX_TEXT in both
+# content and summary, escaped, fits; an export's real lines are a few KB.
+MAX_LINE = 16 << 20
+TOO_LONG = f"a line longer than {MAX_LINE >> 20} MiB (the import limit per line; it was not read)"
 
 
 class BadRow(ValueError):
@@ -264,3 +269,38 @@ def check_watermark(row: Any, now: float, problems: Problems) -> dict[str, Any]:
         raise BadRow("watermark lies beyond the end of its transcript")
     return {"file_path": path, "byte_offset": offset,
             "last_processed": _number(row, "last_processed", 0.0, now, problems)}
+
+
+def redacted(value: Any) -> Any:
+    """A JSON value (an imported row's metadata) with every string in it, keys too, redacted."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {redact(str(k)): redacted(v) for k, v in value.items()}
+    return value
+
+
+def reaches(pointers: dict[str, str], start: str, goal: str) -> bool:
+    """Whether following `pointers` (child -> parent, or old -> newer) from `start` comes to
+    `goal`. Stops at a fragment seen before, so a loop already in the data cannot hang it."""
+    seen: set[str] = set()
+    node: str | None = start
+    while node is not None and node not in seen:
+        if node == goal:
+            return True
+        seen.add(node)
+        node = pointers.get(node)
+    return False
+
+
+def joins_tree(parents: dict[str, str], parent: str, child: str) -> str | None:
+    """Why the hierarchical edge parent→child cannot join the tree `parents` (child -> parent),
+    or None, and then it is added to `parents`."""
+    if child in parents:
+        return "edge gives a fragment a second parent"
+    if reaches(parents, parent, child):
+        return "edge would close a loop in the hierarchy (a fragment its own ancestor)"
+    parents[child] = parent
+    return None

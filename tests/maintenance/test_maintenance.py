@@ -10,7 +10,8 @@ import pytest
 from lore_plugin.core.config import Settings
 from lore_plugin.core.errors import InvalidInput
 from lore_plugin.embedding.vector_snapshot import snapshot_path
-from lore_plugin.maintenance.operations import apply_import, doctor, export, forget, plan_import
+from lore_plugin.maintenance.importing import apply_import, plan_import
+from lore_plugin.maintenance.operations import doctor, export, forget
 from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store
 from tests.conftest import PYTHON, python_env

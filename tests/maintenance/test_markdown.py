@@ -85,3 +85,25 @@ def test_lore_export_takes_a_file_or_markdown_but_not_both(isolated_home, tmp_pa
                          str(tmp_path / "md")], env=env, capture_output=True, text=True,
                         timeout=60)
     assert md.returncode == 0 and "0 topic files" in md.stdout
+
+
+def test_html_in_memory_is_written_escaped_so_a_viewer_shows_it_and_runs_nothing(
+        isolated_home, embedder, clock, tmp_path):
+    settings = load_settings()
+    memory = Memory(settings.db_path, embedder, clock=clock)
+    topic = memory.store("Web <b>pages</b>", "Pages <script>alert(1)</script>", depth=0).id
+    concept = memory.store("<img src=x onerror=alert(2)> shows the bug",
+                           "Broken <img src=x onerror=alert(3)> images", parent_id=topic,
+                           depth=1).id
+    memory.store("Use <iframe src=javascript:alert(4)></iframe> & nothing else",
+                 "<svg onload=alert(5)> icons", parent_id=concept, depth=2)
+    memory.close()
+    out = tmp_path / "mirror"
+    export_markdown(settings, out)
+    text = next(out.glob("*.md")).read_text()
+    body = text.split("---\n", 2)[2]  # front matter is YAML data, shown as properties
+    for tag in ("<script", "<img", "<iframe", "<svg", "<b>"):
+        assert tag not in body, tag
+    assert "&lt;img src=x onerror=alert(2)&gt; shows the bug" in body
+    assert "**&lt;svg onload=alert(5)&gt; icons**" in body and "&amp; nothing else" in body
+    assert "\n# Pages  script alert(1) /script\n" in body  # a heading drops < and > instead

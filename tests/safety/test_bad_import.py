@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import subprocess
+import sys
 
 import apsw
 import numpy as np
@@ -14,7 +16,8 @@ import pytest
 from lore_plugin.core.config import Settings
 from lore_plugin.core.relevance import relevance
 from lore_plugin.embedding import vector_snapshot
-from lore_plugin.maintenance.operations import apply_import, doctor, export, plan_import
+from lore_plugin.maintenance.importing import apply_import, plan_import
+from lore_plugin.maintenance.operations import doctor, export
 from lore_plugin.recall import search
 from lore_plugin.recall.memory import Memory
 from lore_plugin.safety.importcheck import EMBED_BYTES
@@ -276,3 +279,113 @@ def test_a_vector_with_values_that_are_not_finite_is_dropped_and_the_fragment_ke
         assert store.embedding_of(ids["pg"]) == memory.reader.embedding_of(ids["pg"])
     finally:
         store.close()
+
+
+SECRET = "sk-ant-api03-" + "A" * 90
+
+
+def test_an_imported_rows_metadata_and_project_are_redacted_and_export_passes_none_out(
+        memory, settings, tmp_path, clock):
+    ids = tree(memory)
+    backup = tmp_path / "backup.jsonl"
+    export(settings, backup)
+    header, records = read_export(backup)
+    pg = by_summary(records, "PostgreSQL for invoices")
+    pg["metadata"] = {"note": f"the key is {SECRET}", SECRET: [1, {"deep": SECRET}]}
+    pg["project"] = f"/work/{SECRET}"
+    write_export(backup, header, records)
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    apply_import(fresh, plan_import(fresh, backup, now=clock()))
+    row = Store(fresh.db_path).execute("SELECT metadata, project FROM fragments WHERE id = ?",
+                                       (ids["pg"],))
+    assert SECRET not in repr(row) and "the key is" in row[0][0], row
+    # A row kept before every write was redacted goes out scrubbed.
+    memory.writer.execute("UPDATE fragments SET metadata = ?, project = ? WHERE id = ?",
+                          (orjson.dumps({"token": SECRET}).decode(), f"/p/{SECRET}", ids["css"]))
+    memory.writer.add_failure_records([(SECRET, f"/q/{SECRET}", "test", "test", "it broke",
+                                        None, None, clock())])
+    out = tmp_path / "out.jsonl"
+    export(settings, out)
+    assert SECRET not in out.read_text() and '"token"' in out.read_text()
+
+
+def test_an_import_that_would_loop_the_hierarchy_or_the_versions_is_refused(
+        memory, settings, tmp_path, clock):
+    ids = tree(memory)
+    backup = tmp_path / "backup.jsonl"
+    export(settings, backup)
+    header, records = read_export(backup)
+    by_summary(records, "Nightly autovacuum on invoices")["superseded_by"] = ids["pool"]
+    by_summary(records, "ERR_7731 means the pool is exhausted")["superseded_by"] = ids["vacuum"]
+    records += [{"edge": {"id": "c" * 32, "source": ids["css"], "target": ids["ui"],  # C→A
+                          "kind": "hierarchical", "weight": 1.0, "created_at": 1.0}},
+                {"edge": {"id": "d" * 32, "source": ids["react"], "target": ids["pool"],
+                          "kind": "hierarchical", "weight": 1.0, "created_at": 1.0}}]
+    write_export(backup, header, records)
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    plan = plan_import(fresh, backup, now=clock())
+    assert plan.problems.skipped == {
+        "edge would close a loop in the hierarchy (a fragment its own ancestor)": 1,
+        "edge gives a fragment a second parent": 1}
+    assert plan.problems.dropped == {"a superseded_by that would close a loop of versions": 1}
+    apply_import(fresh, plan)
+    store = Store(fresh.db_path)
+    assert store.hierarchy_cycles() == [] and store.supersession_cycles() == []
+    assert store.ancestors(ids["css"]) == [ids["react"], ids["ui"]]
+    assert store.parent_id(ids["pool"]) == ids["pg"]
+    assert len(store.supersession_links()) == 1
+    # Importing the same file again into the database that holds the first half of the loop.
+    again = plan_import(fresh, backup, now=clock())
+    assert again.edges == [] and again.fragments == []
+
+
+def test_a_line_over_the_import_limit_is_skipped_without_being_read_whole(settings, tmp_path):
+    """A 64 MiB line (past MAX_LINE, 16 MiB) costs the import at most a few pieces of it."""
+    big = tmp_path / "big.jsonl"
+    with open(big, "wb") as fh:
+        fh.write(b'{"format": "lore-export", "version": 1}\n{"fragment": {"content": "')
+        for _ in range(64):
+            fh.write(b"a" * (1 << 20))
+        fh.write(b'"}}\n{"watermark": {"file_path": "/t/a.jsonl", "byte_offset": 0, '
+                 b'"last_processed": 1.0}}\n')
+    script = (
+        "import resource, sys\n"
+        "from pathlib import Path\n"
+        "from lore_plugin.core.config import Settings\n"
+        "from lore_plugin.maintenance.importing import plan_import\n"
+        "settings = Settings(db_path=Path(sys.argv[1]), home=Path(sys.argv[2]))\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "plan = plan_import(settings, Path(sys.argv[3]))\n"
+        "grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before\n"
+        "print(grew // 1024, len(plan.watermarks), *plan.problems.describe(), sep='\\n')\n")
+    out = subprocess.run([sys.executable, "-c", script, str(settings.db_path),
+                          str(settings.home), str(big)], env=python_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    grew_mb, marks, reason = out.stdout.splitlines()
+    assert reason == ("1 skipped: a line longer than 16 MiB (the import limit per line; it was "
+                      "not read) (line 2)")
+    assert marks == "1"  # the line after it still imports
+    assert int(grew_mb) < 48, f"the import grew by {grew_mb} MB"  # 193 MB before the bound
+
+
+def test_the_preview_counts_a_row_the_file_repeats_once(memory, settings, tmp_path, clock):
+    ids = tree(memory)
+    memory.writer.set_watermark("/t/a.jsonl", 10, clock())
+    backup = tmp_path / "backup.jsonl"
+    export(settings, backup)
+    header, records = read_export(backup)
+    edge = next(r["edge"] for r in records if "edge" in r)
+    records += [{"fragment": by_summary(records, "Billing database")},
+                {"edge": dict(edge)}, {"edge": dict(edge, id="e" * 32)},
+                {"watermark": {"file_path": "/t/a.jsonl", "byte_offset": 20,
+                               "last_processed": 1.0}}]
+    write_export(backup, header, records)
+    fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
+    plan = plan_import(fresh, backup, now=clock())
+    assert (len(plan.fragments), len(plan.edges), len(plan.watermarks)) == (8, 6, 1)
+    assert plan.problems.skipped == {"a fragment id that an earlier line gave already": 1,
+                                     "an edge that an earlier line gave already": 2}
+    assert plan.watermarks[0]["byte_offset"] == 20
+    apply_import(fresh, plan)
+    assert Store(fresh.db_path).count_fragments() == 8 == len(ids)

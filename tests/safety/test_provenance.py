@@ -13,7 +13,8 @@ from lore_plugin.capture.ingest import Ingestor
 from lore_plugin.consolidation.cycle import consolidate
 from lore_plugin.core.config import Settings, load_settings
 from lore_plugin.llm.client import FakeLLM
-from lore_plugin.maintenance.operations import apply_import, export, plan_import
+from lore_plugin.maintenance.importing import apply_import, plan_import
+from lore_plugin.maintenance.operations import export
 from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.render import recalled, source_label
 from lore_plugin.store import Store
