@@ -199,6 +199,38 @@ def test_subagent_transcripts_are_ingested_with_their_session(tmp_path, settings
     assert {"billing rule 0 uses value 0", "search rule 3 uses value 21"} <= set(facts(settings))
 
 
+def test_lines_appended_while_the_worker_holds_the_lock_are_not_stranded(
+        tmp_path, settings, ingestor, api, model):
+    """A second worker that finds the lock taken leaves the work to the holder, so the holder
+    must read the transcript again if it grew: here it grows while the holder is on the
+    subagent's transcript, after it has read the main one to its end."""
+    from lore_plugin.core.locks import transcript_lock
+    from lore_plugin.worker.run import Worker
+
+    main = TranscriptWriter(tmp_path / "proj" / "sess.jsonl")
+    main.exchange(1)
+    sub = TranscriptWriter(tmp_path / "proj" / "sess" / "subagents" / "agent-a1.jsonl")
+    sub.user("search subagent: search rule 3 uses value 21")
+    sub.assistant("found it", tool=False)
+    second_worker_gave_up = []
+
+    def session_goes_on(body):
+        if "search rule 3" in prompt_text(body) and not second_worker_gave_up:
+            main.user("billing rule 9 uses value 63")
+            main.assistant("noted", tool=False)
+            lock = transcript_lock(settings.lock_dir, str(main.path))  # the Stop hook's worker
+            second_worker_gave_up.append(not lock.try_acquire())
+        return model(body)
+
+    api.responder = session_goes_on
+    worker = Worker(settings)
+    worker._ingestor = ingestor
+    worker.ingest(main.path, main.session)
+    assert second_worker_gave_up == [True]
+    assert "billing rule 9 uses value 63" in facts(settings)
+    assert Store(settings.db_path).watermark(str(main.path)) == main.path.stat().st_size
+
+
 def test_no_secret_reaches_the_llm_request_or_the_database(tmp_path, settings, ingestor, api, model):
     writer = TranscriptWriter(tmp_path / "s.jsonl")
     for name, line in SECRETS:
