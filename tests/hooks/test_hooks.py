@@ -14,7 +14,7 @@ import pytest
 from lore_plugin.core.locks import transcript_lock
 from lore_plugin.hooks.dispatch import parse_event
 from lore_plugin.store import Store
-from tests.conftest import FIXTURES, PYTHON
+from tests.conftest import FIXTURES, PYTHON, no_worker_started, wait_for, workers_idle
 from tests.transcripts import TranscriptWriter
 
 # Where Claude Code writes a session's transcript under the HOME the env fixture sets: the
@@ -35,15 +35,6 @@ def run_hook(name: str, payload: dict | bytes, env: dict) -> tuple[subprocess.Co
 def payload(event: str, writer: TranscriptWriter, **extra) -> dict:
     return {"session_id": writer.session, "transcript_path": str(writer.path), "cwd": writer.cwd,
             "hook_event_name": event, **extra}
-
-
-def wait_for(condition, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def fact_count(db: Path) -> int:
@@ -85,9 +76,8 @@ def test_stop_with_no_batch_due_returns_without_a_worker(tmp_path, env, isolated
     writer.exchange(2)
     proc, took = run_hook("stop", payload("Stop", writer, stop_hook_active=False), env)
     assert proc.returncode == 0 and proc.stdout == b"" and took < 5
-    time.sleep(1.0)
+    assert no_worker_started(isolated_home)
     assert fact_count(isolated_home / "memory.db") == 0
-    assert not (isolated_home / "logs" / "worker.log").exists()
 
 
 def test_stop_with_a_batch_due_starts_a_detached_worker_that_ingests(tmp_path, env, isolated_home, api):
@@ -168,7 +158,7 @@ def test_lores_own_nested_claude_child_is_ignored(tmp_path, env, isolated_home):
     for name in ("stop", "session-end", "session-start"):
         proc, _ = run_hook(name, payload("Stop", writer), env)
         assert proc.returncode == 0 and proc.stdout == b""
-    time.sleep(1.0)
+    assert no_worker_started(isolated_home)
     assert not (isolated_home / "memory.db").exists()
 
 
@@ -206,7 +196,7 @@ def test_the_session_start_sweep_picks_up_stale_tails_left_by_crashed_sessions(t
     new = TranscriptWriter(projects / "-work-project-a" / "new.jsonl", session="new")
     run_hook("session-start", payload("SessionStart", new, source="startup"), env)
     assert wait_for(lambda: fact_count(isolated_home / "memory.db") == 3)
-    time.sleep(1.0)
+    assert wait_for(lambda: workers_idle(isolated_home))  # the sweep is over, not just late
     assert fact_count(isolated_home / "memory.db") == 3
 
 
