@@ -4,7 +4,6 @@ SDK talking HTTP to a fake API on 127.0.0.1, the real embedding model, a real da
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,18 +15,6 @@ from tests.fake_anthropic import text_reply
 from tests.knowledge_api import KnowledgeModel, prompt_text
 from tests.secrets_corpus import SECRET_VALUES, SECRETS
 from tests.transcripts import TranscriptWriter
-
-
-@pytest.fixture()
-def settings(tmp_path: Path) -> Settings:
-    return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", batch_bytes=6000,
-                    retry_backoff_secs=0.0, park_after=3, max_requests_per_hour=10_000)
-
-
-@pytest.fixture()
-def ingestor(settings, api, embedder, clock):
-    llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
-    return Ingestor(settings, llm, embedder, clock)
 
 
 def facts(settings: Settings) -> list[str]:
