@@ -8,7 +8,7 @@ folder (the working tree is never touched), applies the mutation there, and runs
 named for that promise. A mutation is *killed* when they fail, and *survived* when they pass:
 a survivor is a promise no test checks.
 
-    python scripts/mutate.py            # every mutation (some 15 minutes), with a baseline
+    python scripts/mutate.py            # every mutation, after a baseline (16 min, loaded)
     python scripts/mutate.py --quick    # the subset tests/test_mutations.py runs in CI
     python scripts/mutate.py --only ID  # one mutation, by id (repeatable)
     python scripts/mutate.py --list
