@@ -21,6 +21,21 @@ def report(out: Path, **record: str) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
+def merged_away(summary: str) -> bool:
+    """Whether consolidation, running alongside, has merged the note into another since it
+    was stored: then a query rightly shows the survivor instead (the test still finds the
+    note itself in the database at the end)."""
+    from lore_plugin.core.config import load_settings
+    from lore_plugin.store import Store
+
+    store = Store(load_settings().db_path, readonly=True)
+    try:
+        return bool(store.execute("SELECT 1 FROM fragments WHERE summary = ? AND superseded_by "
+                                  "IS NOT NULL", (summary,)))
+    finally:
+        store.close()
+
+
 async def mcp_role(name: str, deadline: float, out: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -44,7 +59,8 @@ async def mcp_role(name: str, deadline: float, out: Path) -> None:
                 text = " ".join(b.text for b in result.content if b.type == "text")
                 if result.is_error:
                     report(out, error=f"{tool}: {text}")
-                elif lacking := [e for e in expected if e.lower() not in text.lower()]:
+                elif (lacking := [e for e in expected if e.lower() not in text.lower()]
+                      ) and not (tool == "query_memory" and merged_away(summary)):
                     report(out, error=f"{tool}: the answer lacks {lacking}: {text[:400]}")
                 elif tool == "store_memory":
                     report(out, stored=summary)
@@ -66,7 +82,7 @@ def cli_role(name: str, deadline: float, out: Path) -> None:
                                capture_output=True, text=True, timeout=120)
         if query.returncode:
             report(out, error=f"cli recall: {query.stderr.strip()}")
-        elif summary not in query.stdout:
+        elif summary not in query.stdout and not merged_away(summary):
             report(out, error=f"cli recall: the answer lacks {summary!r}: {query.stdout[:400]}")
         i += 1
 
