@@ -13,6 +13,7 @@ from collections import Counter
 import pytest
 
 from lore_plugin.capture import jobs
+from lore_plugin.core import faults
 from lore_plugin.store import Store
 from tests.conftest import PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
@@ -26,6 +27,10 @@ POINTS = ["after-claim", "after-llm", "after-insert:1", "after-insert:2", "after
           "after-commit", "after-commit:2", "after-job"]
 INSIDE_FIRST_WRITE = {"after-claim", "after-llm", "after-insert:1", "after-insert:2",
                       "after-insert:3", "after-insert:4", "before-watermark"}
+
+
+def test_every_crash_point_in_the_code_is_exercised_here():
+    assert {point.partition(":")[0] for point in POINTS} == set(faults.POINTS)
 
 
 def fact_counts(store: Store) -> Counter:
