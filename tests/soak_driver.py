@@ -1,6 +1,8 @@
 """One process of the concurrency soak test (tests/test_soak.py). Each role loops until its
 deadline and writes one JSON line per outcome to its report file:
-{"stored": summary} for every write it made, {"error": text} for anything that went wrong."""
+{"stored": summary} for every write it made, {"error": text} for anything that went wrong,
+an answer that lacks what it must say included (a query that stops finding what was just
+stored is a failure even when it is not an error)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,21 @@ def report(out: Path, **record: str) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
+def merged_away(summary: str) -> bool:
+    """Whether consolidation, running alongside, has merged the note into another since it
+    was stored: then a query rightly shows the survivor instead (the test still finds the
+    note itself in the database at the end)."""
+    from lore_plugin.core.config import load_settings
+    from lore_plugin.store import Store
+
+    store = Store(load_settings().db_path, readonly=True)
+    try:
+        return bool(store.execute("SELECT 1 FROM fragments WHERE summary = ? AND superseded_by "
+                                  "IS NOT NULL", (summary,)))
+    finally:
+        store.close()
+
+
 async def mcp_role(name: str, deadline: float, out: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -29,15 +46,22 @@ async def mcp_role(name: str, deadline: float, out: Path) -> None:
         i = 0
         while time.time() < deadline:
             summary = f"soak {name} note {i}"
+            # Each call with what its answer must hold: the new note, found again by its
+            # own words, and a topic list that shows the soak's notes.
             calls = [("store_memory", {"content": f"{summary}: the value is {i * 13}",
-                                       "summary": summary, "depth": 0}),
-                     ("query_memory", {"topic": f"soak {name} value", "depth": 0}),
-                     ("list_topics", {})]
-            for tool, args in calls:
+                                       "summary": summary, "depth": 0},
+                      ("Stored [", f"· {summary}")),
+                     ("query_memory", {"topic": f"{summary} value", "depth": 0},
+                      (f"· {summary}", f"{summary}: the value is {i * 13}")),
+                     ("list_topics", {}, ("soak ",))]
+            for tool, args, expected in calls:
                 result = await client.call_tool(tool, args)
                 text = " ".join(b.text for b in result.content if b.type == "text")
                 if result.is_error:
                     report(out, error=f"{tool}: {text}")
+                elif (lacking := [e for e in expected if e.lower() not in text.lower()]
+                      ) and not (tool == "query_memory" and merged_away(summary)):
+                    report(out, error=f"{tool}: the answer lacks {lacking}: {text[:400]}")
                 elif tool == "store_memory":
                     report(out, stored=summary)
             i += 1
@@ -58,6 +82,8 @@ def cli_role(name: str, deadline: float, out: Path) -> None:
                                capture_output=True, text=True, timeout=120)
         if query.returncode:
             report(out, error=f"cli recall: {query.stderr.strip()}")
+        elif summary not in query.stdout and not merged_away(summary):
+            report(out, error=f"cli recall: the answer lacks {summary!r}: {query.stdout[:400]}")
         i += 1
 
 

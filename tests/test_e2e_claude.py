@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ import pytest
 from lore_plugin.recall.prompt_recall import NOTICE
 from lore_plugin.store import Store
 from tests.claude_cli import claude_binary, claude_env
-from tests.conftest import MODEL_CACHE, ROOT
+from tests.conftest import MODEL_CACHE, ROOT, wait_for
 from tests.fake_anthropic import FakeAnthropic, Reply, text_reply, tool_reply
 
 QUERY = "mcp__plugin_lore_memory__query_memory"
@@ -110,24 +109,29 @@ def facts_in(db: Path) -> list[str]:
         store.close()
 
 
-@pytest.mark.slow
-def test_a_fact_stated_in_one_session_is_recalled_through_mcp_in_the_next(tmp_path):
-    fake = FakeClaude()
+def first_session(tmp_path: Path, api_url: str) -> tuple[dict, Path, Path]:
+    """The scene both tests start from: a user states the deploy window in a first session,
+    and the worker SessionEnd detached stores it (Claude Code killed the hook long ago, the
+    worker lives on). Returns the plugin's environment, the project folder and the database."""
     home, project, lore_home = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
     project.mkdir()
     db = lore_home / "memory.db"
+    env = plugin_env(home, lore_home, api_url)
+    first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
+                       project, env)
+    assert first.returncode == 0, first.stderr
+    wait_for(lambda: facts_in(db), timeout=90)
+    assert facts_in(db) == ["The billing deploy window is Thursday 09:00 UTC"]
+    return env, project, db
+
+
+@pytest.mark.slow
+def test_a_fact_stated_in_one_session_is_recalled_through_mcp_in_the_next(tmp_path):
+    fake = FakeClaude()
     with FakeAnthropic(fake) as api:
-        env = plugin_env(home, lore_home, api.url)
-        first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
-                           project, env)
-        assert first.returncode == 0, first.stderr
-        transcripts = list((home / ".claude" / "projects").glob("*/*.jsonl"))
+        env, project, db = first_session(tmp_path, api.url)
+        transcripts = list((tmp_path / "home" / ".claude" / "projects").glob("*/*.jsonl"))
         assert len(transcripts) == 1  # Claude Code really wrote the session
-        # SessionEnd detached the flush; Claude Code killed the hook long ago, the worker lives on.
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not facts_in(db):
-            time.sleep(0.5)
-        assert facts_in(db) == ["The billing deploy window is Thursday 09:00 UTC"]
         assert "Thursday 09:00 UTC" in fake.extractions[0]
         assert Store(db, readonly=True).watermark(str(transcripts[0])) == transcripts[0].stat().st_size
 
@@ -172,18 +176,8 @@ def last_user_text(body: dict) -> str:
 @pytest.mark.slow
 def test_a_fact_from_an_earlier_session_reaches_the_next_prompt_without_a_tool_call(tmp_path):
     fake = PromptRecallClaude()
-    home, project, lore_home = tmp_path / "home", tmp_path / "project", tmp_path / "lore"
-    project.mkdir()
-    db = lore_home / "memory.db"
     with FakeAnthropic(fake) as api:
-        env = plugin_env(home, lore_home, api.url)
-        first = run_claude("Please remember this: our billing deploy window is Thursday 09:00 UTC.",
-                           project, env)
-        assert first.returncode == 0, first.stderr
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not facts_in(db):
-            time.sleep(0.5)
-        assert facts_in(db) == ["The billing deploy window is Thursday 09:00 UTC"]
+        env, project, _ = first_session(tmp_path, api.url)
         before = len(fake.session_bodies)
         second = run_claude("When is the billing deploy window?", project, env)
         assert second.returncode == 0, second.stderr

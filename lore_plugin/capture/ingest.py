@@ -17,6 +17,7 @@ from typing import Any
 from ..core import relevance as rel
 from ..core.config import Settings
 from ..core.errors import BudgetExceeded, LLMError
+from ..core.faults import crash_point  # test-only, free when unset
 from ..core.types import NewFragment, ScoredFragment
 from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
@@ -150,6 +151,7 @@ class Ingestor:
                 log.warning("extraction failed for %s @%d (attempt %d): %s", path, offset, attempts, exc)
                 report.failed = str(exc)
                 return
+            crash_point("after-llm")
             counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id,
                                 recalls)
             report.batches += 1
@@ -228,6 +230,7 @@ class Ingestor:
                 parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
                 item.fid = store.insert(item.new, now, None if item.vector is None
                                         else to_blob(item.vector), parent)
+                crash_point("after-insert")
             links += self._temporal_edges(store, planned, now)
             for correction, old in corrections:
                 if old is None:
@@ -258,8 +261,10 @@ class Ingestor:
                 store.add_failure_records(failure_rows(extraction.failures, vectors, session_id,
                                                        memory.project, when))
             apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
+            crash_point("before-watermark")
             store.set_watermark(key, delta.end_offset, now)
             store.clear_failure(key)
+        crash_point("after-commit")
         return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
 
     @staticmethod

@@ -16,6 +16,7 @@ import json
 import os
 import re
 
+from ..core.faults import crash_point  # test-only, free when unset
 from ..core.locks import _try_lock, pid_alive
 
 QUEUE = "queue"
@@ -83,6 +84,7 @@ def take(home: str) -> tuple[str, list[str]] | None:
         except (OSError, ValueError):
             args = None
         if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
+            crash_point("after-claim")
             return claimed, args
         finish(claimed)  # not a job: drop it rather than fail on it forever
     return None

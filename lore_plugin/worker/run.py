@@ -18,6 +18,7 @@ from ..capture.history import claude_projects_dir, record_if_first_run
 from ..core.config import Settings, load_settings
 from ..core.controls import off_reason, project_ignored, transcript_cwd
 from ..core.errors import LLMUnavailable, LoreError
+from ..core.faults import crash_point  # test-only, free when unset
 from ..core.locks import transcript_lock
 from ..core.private import lock_down
 from ..safety.logs import setup_logging
@@ -215,6 +216,7 @@ def drain(worker: Worker, settings: Settings, slot: int | None) -> int:
                 if args.job != "drain":
                     failed += run_job(worker, settings, args)
                     ran += 1
+                    crash_point("after-job")  # done, but its claim not yet cleared
             except (argparse.ArgumentError, SystemExit):
                 log.error("dropped a malformed queued job: %r", job_args)
             finally:

@@ -4,7 +4,6 @@ SDK talking HTTP to a fake API on 127.0.0.1, the real embedding model, a real da
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -16,18 +15,6 @@ from tests.fake_anthropic import text_reply
 from tests.knowledge_api import KnowledgeModel, prompt_text
 from tests.secrets_corpus import SECRET_VALUES, SECRETS
 from tests.transcripts import TranscriptWriter
-
-
-@pytest.fixture()
-def settings(tmp_path: Path) -> Settings:
-    return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", batch_bytes=6000,
-                    retry_backoff_secs=0.0, park_after=3, max_requests_per_hour=10_000)
-
-
-@pytest.fixture()
-def ingestor(settings, api, embedder, clock):
-    llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
-    return Ingestor(settings, llm, embedder, clock)
 
 
 def facts(settings: Settings) -> list[str]:
@@ -197,6 +184,38 @@ def test_subagent_transcripts_are_ingested_with_their_session(tmp_path, settings
     worker._ingestor = ingestor
     worker.ingest(main.path, main.session)
     assert {"billing rule 0 uses value 0", "search rule 3 uses value 21"} <= set(facts(settings))
+
+
+def test_lines_appended_while_the_worker_holds_the_lock_are_not_stranded(
+        tmp_path, settings, ingestor, api, model):
+    """A second worker that finds the lock taken leaves the work to the holder, so the holder
+    must read the transcript again if it grew: here it grows while the holder is on the
+    subagent's transcript, after it has read the main one to its end."""
+    from lore_plugin.core.locks import transcript_lock
+    from lore_plugin.worker.run import Worker
+
+    main = TranscriptWriter(tmp_path / "proj" / "sess.jsonl")
+    main.exchange(1)
+    sub = TranscriptWriter(tmp_path / "proj" / "sess" / "subagents" / "agent-a1.jsonl")
+    sub.user("search subagent: search rule 3 uses value 21")
+    sub.assistant("found it", tool=False)
+    second_worker_gave_up = []
+
+    def session_goes_on(body):
+        if "search rule 3" in prompt_text(body) and not second_worker_gave_up:
+            main.user("billing rule 9 uses value 63")
+            main.assistant("noted", tool=False)
+            lock = transcript_lock(settings.lock_dir, str(main.path))  # the Stop hook's worker
+            second_worker_gave_up.append(not lock.try_acquire())
+        return model(body)
+
+    api.responder = session_goes_on
+    worker = Worker(settings)
+    worker._ingestor = ingestor
+    worker.ingest(main.path, main.session)
+    assert second_worker_gave_up == [True]
+    assert "billing rule 9 uses value 63" in facts(settings)
+    assert Store(settings.db_path).watermark(str(main.path)) == main.path.stat().st_size
 
 
 def test_no_secret_reaches_the_llm_request_or_the_database(tmp_path, settings, ingestor, api, model):

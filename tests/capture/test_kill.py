@@ -1,5 +1,8 @@
 """Exactly once under SIGKILL: the ingestion worker is killed at random points 100 times
-while the session keeps growing; after a final run every batch's knowledge is there once."""
+while the session keeps growing; after a final run every batch's knowledge is there once.
+Each kill waits for the worker's first LLM request, so it lands in the work (the answer, the
+embedding, the write) rather than in the interpreter's start-up. test_crash_points.py kills
+at each named step; this one keeps the steps nobody named."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from collections import Counter
 import pytest
 
 from lore_plugin.store import Store
-from tests.conftest import PYTHON, python_env
+from tests.conftest import PYTHON, python_env, wait_for
 from tests.fake_anthropic import FakeAnthropic
 from tests.knowledge_api import KnowledgeModel
 from tests.transcripts import TranscriptWriter
@@ -40,10 +43,12 @@ def test_sigkilled_workers_never_lose_or_duplicate_knowledge(tmp_path, isolated_
                 writer.user(f"billing rule {turn} uses value {turn * 7}")
                 writer.assistant(f"noted rule {turn}", tool=False)
                 turn += 1
+            asked = len(api.messages)
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.0, 2.5))
+            assert wait_for(lambda p=proc, n=asked: len(api.messages) > n or p.poll() is not None)
+            time.sleep(rng.uniform(0.0, 0.4))  # somewhere in what follows the request
             if proc.poll() is None:
-                killed_mid_work += 1
+                killed_mid_work += 1  # it had asked the LLM, and it had not finished
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
         subprocess.run(cmd, env=env, timeout=120, check=True)

@@ -14,7 +14,6 @@ from lore_plugin.capture.patterns import kind_key
 from lore_plugin.consolidation.cycle import consolidate
 from lore_plugin.core.config import Settings
 from lore_plugin.hooks.brief import session_brief
-from lore_plugin.llm.client import pick_llm
 from lore_plugin.store import Store
 from tests.knowledge_api import KnowledgeModel
 from tests.transcripts import TranscriptWriter
@@ -36,17 +35,8 @@ PORT_FAILURE = ("the dev server could not bind port 8080, already in use", "EADD
 
 
 @pytest.fixture()
-def settings(tmp_path: Path) -> Settings:
-    return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", batch_bytes=64_000,
-                    retry_backoff_secs=0.0, park_after=3, max_requests_per_hour=10_000)
-
-
-@pytest.fixture()
-def ingestor(settings, api, embedder, clock):
-    llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
-    ingestor = Ingestor(settings, llm, embedder, clock)
-    yield ingestor
-    ingestor.close()
+def batch_bytes() -> int:
+    return 64_000  # each session in one batch
 
 
 def session_with_failure(tmp_path: Path, ingestor: Ingestor, model: KnowledgeModel, n: int,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from lore_plugin.llm.usage import day_start, next_day, price_of
 from lore_plugin.store import Store
-from tests.conftest import PYTHON
+from tests.conftest import PYTHON, workers_idle
 from tests.fake_anthropic import FakeAnthropic
 from tests.hooks.test_hooks import fact_count, first_run, payload, run_hook, wait_for
 from tests.knowledge_api import prompt_text
@@ -45,8 +45,9 @@ def projects_of(tmp_path: Path) -> Path:
     return tmp_path / "home" / ".claude" / "projects"
 
 
-def settle() -> None:
-    time.sleep(1.5)  # long enough for a detached worker that should not exist to show up
+def settle(home: Path) -> None:
+    """Until every worker the hooks started has finished (see tests/conftest.py)."""
+    assert wait_for(lambda: workers_idle(home))
 
 
 def test_every_extraction_call_is_in_the_ledger_and_status_shows_the_spend(
@@ -87,7 +88,7 @@ def test_a_spent_daily_budget_makes_extraction_wait_and_nothing_is_lost(
     second.exchange(6, topic="search")
     run_hook("stop", payload("Stop", second), env)
     run_hook("session-end", payload("SessionEnd", second), env)
-    settle()
+    settle(isolated_home)
     assert wait_for(lambda: "budget" in (isolated_home / "logs" / "worker.log").read_text())
     assert len(api.messages) == 1 and fact_count(db) == 6
     store = Store(db, readonly=True)
@@ -137,7 +138,7 @@ def test_ingestion_turned_off_in_config_reads_nothing(tmp_path, env, isolated_ho
     run_hook("session-end", payload("SessionEnd", writer), env)
     start = run_hook("session-start", payload("SessionStart", writer, source="startup"), env)[0]
     assert "enabled = false" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
-    settle()
+    settle(isolated_home)
     _nothing_read(api, isolated_home / "memory.db", writer)
     assert "turned off in the config" in cli(env, "status").stdout
 
@@ -149,7 +150,7 @@ def test_lore_pause_stops_extraction_until_lore_resume(tmp_path, env, isolated_h
     writer.exchange(6)
     run_hook("stop", payload("Stop", writer), env)
     run_hook("session-end", payload("SessionEnd", writer), env)
-    settle()
+    settle(isolated_home)
     _nothing_read(api, db, writer)
     assert "paused by `lore pause`" in cli(env, "status").stdout
     assert "extraction resumed" in cli(env, "resume").stdout
@@ -182,7 +183,7 @@ def test_an_ignored_project_is_never_read_by_hooks_or_the_sweep(tmp_path, env, i
     other.exchange(6, topic="search")  # a project that is not ignored still is read
     run_hook("stop", payload("Stop", other), env)
     assert wait_for(lambda: fact_count(db) == 6)
-    settle()
+    settle(isolated_home)
     assert all("billing" not in prompt_text(r) for r in api.messages)
     store = Store(db, readonly=True)
     try:

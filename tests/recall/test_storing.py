@@ -91,6 +91,16 @@ def test_close_vectors_that_say_something_different_are_both_kept(memory, summar
     assert second.fragment.parent_id == first.fragment.parent_id
 
 
+def test_a_close_text_whose_words_are_all_known_but_whose_numbers_differ_is_kept(memory):
+    # Every word of the new fact, 11:00 included, is in the old one (cosine 0.958), so only
+    # the same-numbers guard tells that deploys moved to the rollback hour.
+    first = store_knowledge(memory, FACT_TEXT.replace(".", ", rollbacks at 11:00 UTC."), FACT)
+    second = store_knowledge(memory, "Agreed in conversation: deploys happen Thursday 11:00 UTC.",
+                             "The billing deploy window is Thursday 11:00 UTC")
+    assert not second.duplicate and second.fragment.id != first.fragment.id
+    assert second.fragment.parent_id == first.fragment.parent_id
+
+
 def test_the_user_restating_agent_knowledge_confirms_it(memory):
     first = store_knowledge(memory, FACT_TEXT, FACT)
     assert first.fragment.confirmed_at is None

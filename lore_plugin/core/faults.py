@@ -1,0 +1,29 @@
+"""Test-only crash points on the exactly-once path (the job queue, ingestion, its commit).
+
+LORE_CRASH_AT=<point>[:<n>] makes the process SIGKILL itself the n-th time (the first when
+n is left out) it reaches that point: no cleanup, no flush, the same as a machine that loses
+power there. A test can then stop a worker exactly between two steps instead of hoping a
+random kill lands there (tests/capture/test_crash_points.py). The variable is read once, at
+import; unset, a point costs one string comparison. Standard library only, and nothing
+imported until it fires: the Stop hook's path reaches the queue."""
+
+from __future__ import annotations
+
+import os
+
+# Where a point sits, in the order a job passes them.
+POINTS = ("after-claim", "after-llm", "after-insert", "before-watermark", "after-commit",
+          "after-job")
+_POINT, _, _NTH = os.environ.get("LORE_CRASH_AT", "").partition(":")
+_left = int(_NTH) if _NTH.isdigit() else 1
+
+
+def crash_point(name: str) -> None:
+    global _left
+    if name != _POINT:
+        return
+    _left -= 1
+    if _left == 0:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
