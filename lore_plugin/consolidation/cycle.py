@@ -32,6 +32,7 @@ from ..core.config import Settings
 from ..core.types import EMBED_BYTES, depth_name
 from ..embedding.embedder import from_blob
 from ..recall.render import clip
+from ..recall.terms import numbers_in
 from ..store import Store
 
 if TYPE_CHECKING:  # numpy, pydantic and the LLM phases load on first use: is_overdue is cheap
@@ -182,8 +183,8 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
         if ri == rj:
             continue
         rep_sim = float(vectors[ri] @ vectors[rj])  # a merged group is judged by its survivor
-        if rep_sim <= s.merge_threshold:
-            continue
+        if rep_sim <= s.merge_threshold or numbers_in(names[ri]) != numbers_in(names[rj]):
+            continue  # "Python 3.11 upgrade" and "Python 3.12 upgrade" are two topics
         # The more important and more used topic survives, at a tie the older one. Not the
         # current relevance: it favours whatever is newest, as that has not decayed yet, and
         # would let every fresh duplicate take over an established topic.

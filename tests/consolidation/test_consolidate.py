@@ -167,6 +167,16 @@ def test_the_more_used_of_two_duplicate_topics_survives(memory, settings, clock)
     assert len(memory.writer.child_ids(newer)) == 2
 
 
+def test_topics_whose_names_differ_in_a_number_are_never_merged(memory, settings):
+    """Embeddings barely see digits: two releases, two versions, two machines are two topics."""
+    old = topic(memory, "Python 3.11 upgrade notes", {"pinned wheels": ["numpy 1.26 wheels"]})
+    new = topic(memory, "Python 3.12 upgrade notes", {"removed modules": ["distutils is gone"]})
+    assert similarity(memory, old, new) > settings.merge_threshold  # what the guard is for
+    report = cycle(memory, settings)
+    assert report["topics_merged"] == 0
+    assert {t.fragment.id for t in memory.topics()} == {old, new}
+
+
 def test_similar_topics_get_a_link_weighted_by_their_similarity(memory, settings):
     deploy = topic(memory, "Kubernetes deployment")
     helm = topic(memory, "Kubernetes Helm deployments")
