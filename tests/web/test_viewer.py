@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,8 +59,9 @@ class Viewer:
         page = client.get(f"/fragment/{self.ids['pg']}").text
         return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
 
-    def store(self) -> Store:
-        return Store(self.db)
+    def store(self) -> closing[Store]:
+        """`with viewer.store() as store:` opens the viewer's database beside it, and closes it."""
+        return closing(Store(self.db))
 
 
 def viewer_env(home: Path, db: Path) -> dict[str, str]:
@@ -174,11 +176,8 @@ def test_cross_site_writes_are_refused_and_change_nothing(viewer):
     for headers, data in attempts:
         assert client.post(target, data=data, headers=headers).status_code == 403, headers
     assert client.get(target.replace("/edit", "") + "/edit").status_code == 405  # GET never writes
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         assert store.get(viewer.ids["css"]).summary == "Tailwind only, no CSS-in-JS"
-    finally:
-        store.close()
     same = client.post(target, data={**form, "summary": "Tailwind only",
                                      "content": "Styling uses Tailwind; no CSS-in-JS."},
                        headers={"origin": viewer.base, "sec-fetch-site": "same-origin"})
@@ -251,8 +250,7 @@ def test_memory_text_is_shown_as_text_never_as_markup(viewer, embedder):
 
 
 def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and_doctor(viewer):
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         store.insert(NewFragment("Deploys run from CI only.", "CI-only deploys", 2,
                                  source_session="sess-activity-1", source="user"), time.time(),
                      None, viewer.ids["react"])
@@ -260,8 +258,6 @@ def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and
         transcript.write_text("")
         store.record_failure(str(transcript), 0, 10, "LLM said no", time.time(), 1.0, 1)
         store.record_usage(time.time(), "extract", None, "claude-haiku-4-5", 1200, 300, 0.0027)
-    finally:
-        store.close()
     ran = subprocess.run([PYTHON, "-m", "lore_plugin.cli", "consolidate", "--force"],
                          env=viewer_env(viewer.home, viewer.db), capture_output=True, text=True,
                          timeout=300)
@@ -286,11 +282,8 @@ def test_the_activity_page_shows_sessions_parked_batches_usage_consolidation_and
     retried = client.post("/retry", data={"csrf": csrf, "file_path": str(transcript),
                                           "start": "0"})
     assert retried.status_code == 303
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         assert not store.failures(parked_only=True)
-    finally:
-        store.close()
     assert client.post("/retry", data={"csrf": csrf, "file_path": "/nope.jsonl",
                                        "start": "0"}).status_code == 400
 
@@ -306,34 +299,25 @@ def test_each_curation_form_changes_memory_and_the_activity_page_undoes_it(viewe
         (f"/fragment/{ids['vacuum']}/confirm", {}),
         (f"/fragment/{ids['detail']}/move", {"parent": ids["pool"]}),
     ]
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         before = [(f.summary, f.confirmed_at, f.parent_id) for f in
                   (store.get(ids["vacuum"]), store.get(ids["detail"]))]
-    finally:
-        store.close()
     for path, data in steps:
         done = client.post(path, data={"csrf": csrf, **data})
         assert done.status_code == 303 and done.headers["location"].startswith("/fragment/")
         assert 'id="flash"' in client.get(done.headers["location"]).text
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         assert store.get(ids["vacuum"]).summary == "Vacuum runs weekly"
         assert store.get(ids["vacuum"]).confirmed_at is not None
         assert store.get(ids["detail"]).parent_id == ids["pool"]
         entries = [e["id"] for e in store.journal(3)]
-    finally:
-        store.close()
     page = client.get("/activity").text
     for entry in entries:
         assert f'action="/undo/{entry}"' in page
         assert client.post(f"/undo/{entry}", data={"csrf": csrf}).status_code == 303
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         after = [(f.summary, f.confirmed_at, f.parent_id) for f in
                  (store.get(ids["vacuum"]), store.get(ids["detail"]))]
-    finally:
-        store.close()
     assert after == before
     assert client.post(f"/undo/{entries[0]}", data={"csrf": csrf}).status_code == 400
 

@@ -80,11 +80,8 @@ def test_another_local_account_with_the_users_cookie_and_link_is_refused(viewer)
     assert [status for status, _ in answers] == [403, 403, 403]
     assert all("only the account that started the viewer" in text for _, text in answers)
     assert "invoices" not in answers[0][1]
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         assert store.get(viewer.ids["react"]).summary == "React dashboard stack"
-    finally:
-        store.close()
     # The same cookie and the same link still work for the user: the attempt spent nothing.
     assert httpx.get(f"{viewer.base}/search?q=invoices", headers={"cookie": cookie},
                      timeout=60).status_code == 200
@@ -222,13 +219,10 @@ def test_a_secret_typed_into_an_edit_reaches_neither_the_journal_nor_the_page_no
         assert done.status_code == 303, done.text
     page = client.get("/activity").text
     assert "edited" in page and SECRET[:20] not in page and AWS_ID[:10] not in page
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         labels = [e["label"] for e in store.journal(10)]
         assert any("[REDACTED" in label for label in labels)
         assert not any(SECRET[:20] in x or AWS_ID[:10] in x for x in labels)
-    finally:
-        store.close()
     for suffix in ("", "-wal"):
         path = viewer.db.with_name(viewer.db.name + suffix)
         if path.exists():
@@ -275,11 +269,8 @@ def _routes(viewer: Viewer, writes: bool) -> list[str]:
 
 def test_every_write_route_in_the_route_table_needs_csrf_origin_host_and_cookie(viewer):
     client, csrf = signed_in(viewer)
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         before = (len(store.journal(1000)), store.get(viewer.ids["react"]).summary)
-    finally:
-        store.close()
     # A form that would change something on any of the routes, were it let through.
     form = {"csrf": csrf, "summary": "HACKED", "content": "HACKED", "children": "1",
             "parent": viewer.ids["db"], "victim": viewer.ids["ui"], "survivor": viewer.ids["db"],
@@ -299,11 +290,8 @@ def test_every_write_route_in_the_route_table_needs_csrf_origin_host_and_cookie(
         for what, (who, headers, data) in attempts.items():
             answer = who.post(path, data=data, headers=headers)
             assert answer.status_code == 403, (path, what, answer.status_code, answer.text[:200])
-    store = viewer.store()
-    try:
+    with viewer.store() as store:
         assert (len(store.journal(1000)), store.get(viewer.ids["react"]).summary) == before
-    finally:
-        store.close()
 
 
 def test_every_read_route_in_the_route_table_needs_the_cookie(viewer):
