@@ -77,7 +77,8 @@ class Curator:
         content = content or summary
         if (summary, content) == (frag.summary, frag.content):
             return frag
-        vector = self._vector(redact(summary), redact(content), frag.parent_id)
+        summary, content = redact(summary), redact(content)  # before the write lock, not under it
+        vector = self._vector(summary, content, frag.parent_id)
         undo = {"summary": frag.summary, "content": frag.content}
         with self.store.write():
             self.store.update_text(frag.id, summary, content, vector)
@@ -199,7 +200,8 @@ class Curator:
             raise InvalidInput(f"“{entry['label']}” {found.why_not if found else 'is too old'}; "
                                "it cannot be undone")
         do = entry["undo"]
-        if entry["action"] == "edit":  # embedded before the write lock is taken, never under it
+        if entry["action"] == "edit":  # embedded and redacted before the write lock, not under it
+            do["summary"], do["content"] = redact(do["summary"]), redact(do["content"])
             frag = self.store.get(entry["fragment_id"])
             do["vector"] = self._vector(do["summary"], do["content"], frag.parent_id)
         store, now = self.store, self.clock()

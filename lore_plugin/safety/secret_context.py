@@ -25,14 +25,14 @@ STRONG = 2  # any literal value is a secret: password, token, secret, api key
 _KEY_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _STRONG_WORDS = frozenset(
     "password passwd passphrase passcode pwd pw pass secret secrets token credential credentials"
-    " apikey".split()
+    " creds apikey".split()
 )
 # "<word> key" is a strong name (api key, private key, AccountKey); "key" alone is weak: in code
 # it is a dict key, a sort key, a primary key far more often than a credential.
 _KEY_QUALIFIERS = frozenset(
     "api access account private secret signing encryption encrypt decrypt master shared license"
     " app service admin client consumer webhook hmac jwt sas storage subscription deploy root"
-    " auth session cipher aes crypto".split()
+    " auth session cipher aes crypto priv wallet".split()
 )
 _WEAK_WORDS = frozenset(
     "key auth pat dsn psk salt session sessionid sid phpsessid jsessionid csrftoken xsrf".split()
@@ -48,7 +48,8 @@ _METADATA = frozenset(
     " help prompt mode version index idx kind style location source provider cache manager"
     " budget usage method strategy rotation age created updated at date time offset reset"
     " validator valid check error errors message msg text input placeholder description desc"
-    " doc docs example template generator class cls fn func callback handler".split()
+    " doc docs example template generator class cls fn func callback handler hasher hashers"
+    " algorithm algo strength complexity store helper helpers".split()
 )
 
 
@@ -73,6 +74,8 @@ def _word_strength(parts: list[str], i: int) -> int:
         return STRONG
     if word == "key" and i > 0 and parts[i - 1] in _KEY_QUALIFIERS:
         return STRONG
+    if word == "key" and i > 0 and parts[i - 1] in ("public", "pub"):
+        return NOT_SECRET  # PublicKey = ... in a WireGuard peer is meant to be shared
     if word.endswith("key") and word[:-3] in _KEY_QUALIFIERS:  # apikey, privatekey
         return STRONG
     if word in _WEAK_WORDS:
@@ -241,7 +244,8 @@ def named_block_is_secret(match: re.Match[str]) -> bool:
 
 def cli_value_is_secret(match: re.Match[str]) -> bool:
     value = match.group("secret").strip("'\"")
-    return bool(value) and not value.startswith(("$", "{", "<", "%")) and not value.isdigit()
+    # `psql --password -h db`: a flag after the flag means it prompts
+    return bool(value) and not value.startswith(("$", "{", "<", "%", "-")) and not value.isdigit()
 
 
 def url_password_is_secret(match: re.Match[str]) -> bool:

@@ -204,3 +204,40 @@ def test_200k_characters_of_an_unclosed_private_tag_take_well_under_a_second() -
     redact(text)
 
     assert time.process_time() - started < 0.5
+
+
+# --- no redaction under the write lock ------------------------------------------------------
+# A 1M-character import row once held the database's write lock for 48 s while it was
+# redacted, and a `lore remember` meanwhile failed with "database is locked". Every write
+# redacts its text before its transaction opens; a value redact() already returned
+# (safety.redact.Redacted) passes the store's own last check at no cost.
+
+
+def test_no_redaction_runs_while_a_write_transaction_is_open(tmp_path, monkeypatch) -> None:
+    import lore_plugin.safety.redact as redaction
+    from lore_plugin.core.types import NewFragment
+    from lore_plugin.store import Store
+
+    source, store = Store(tmp_path / "a.db"), Store(tmp_path / "b.db")
+    secret = "DB_PASSWORD=" + "L0reFakeLockPw" * 3
+    fid = source.insert(NewFragment(content=secret, summary="lock test", depth=0), 1.0)
+    rows = [{**row, "content": secret} for row in source.export_fragments()]
+    under_lock: list[bool] = []
+    real = redaction._redact_once
+
+    def watched(text: str) -> str:
+        under_lock.append(store.conn.in_transaction)
+        return real(text)
+
+    monkeypatch.setattr(redaction, "_redact_once", watched)
+    store.import_rows(rows, [], [])
+    store.add_failure_records([(None, None, "KeyError", "key error", secret, secret, None, 1.0)])
+    store.insert(NewFragment(content=secret, summary="again", depth=0), 2.0)
+    store.update_text(fid, summary="edited", content=secret)
+    ready = NewFragment(content=redaction.redact(secret), summary=redaction.redact("x"), depth=0)
+    with store.write():  # a caller's own transaction: it hands the store redacted text
+        store.insert(ready, 3.0)
+
+    assert under_lock and not any(under_lock)
+    stored = [row["content"] for row in store.export_fragments()]
+    assert len(stored) == 3 and not [text for text in stored if "L0reFakeLockPw" in text]
