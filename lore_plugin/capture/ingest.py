@@ -24,7 +24,6 @@ from ..recall.memory import Clock, Memory, embedding_text
 from ..recall.storing import near_duplicate
 from ..safety.redact import redact
 from ..store import HISTORY_KEY, Store
-from ..store.loops import redacted_failure_rows
 from .batches import MAX_PROMPT_CHARS, read_batch
 from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
 from .patterns import failure_rows
@@ -174,8 +173,7 @@ class Ingestor:
                  parent_key: int | None = None, parent_id: str | None = None,
                  parent_summary: str | None = None, basis: str = "observed") -> int:
             source = "subagent" if subagent else "user" if basis == "stated" else "assistant"
-            # Redacted here, before it is embedded and long before the write lock is taken.
-            summary, content = redact(summary), redact(content or summary)
+            summary, content = redact(summary), redact(content or summary)  # before embedding
             new = NewFragment(content=content, summary=summary, depth=depth,
                               importance=rel.importance_value(importance),
                               source_session=session_id, project=memory.project,
@@ -224,8 +222,7 @@ class Ingestor:
                                 + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         corrected = {c.new: redact(c.new) for c, old in corrections if old is not None}
-        failures = redacted_failure_rows(failure_rows(extraction.failures, vectors, session_id,
-                                                      memory.project, when))
+        failures = failure_rows(extraction.failures, vectors, session_id, memory.project, when)
         now = self.clock()
         supersessions = links = 0
         with store.write():
@@ -243,8 +240,7 @@ class Ingestor:
                 new_id = self._best_planned(planned, correction.new, old.depth, vector)
                 if new_id is None:
                     new_id = store.insert(
-                        NewFragment(content=corrected[correction.new],
-                                    summary=corrected[correction.new],
+                        NewFragment(content=(text := corrected[correction.new]), summary=text,
                                     depth=old.depth, importance=old.importance,
                                     source_session=session_id, project=memory.project,
                                     metadata=meta, created_at=when,
