@@ -240,7 +240,7 @@ PHRASE_RULES: tuple[Rule, ...] = (
     rule(
         "password",
         "<(echo",
-        r"(?P<pre>\b(?:askpass|pass[a-z\-]*|[a-z\-]*key)[ \t=]++<\(echo[ \t]++)"
+        r"(?P<pre>\b(?:askpass|pass[a-z\-]{0,20}+|[a-z\-]{0,20}?key)[ \t=]++<\(echo[ \t]++)"
         r"(?P<secret>[^\s)]++)(?P<post>\))",
         _I,
         _cli_value,
