@@ -46,7 +46,7 @@ _DESCRIBING = frozenset(
     " 1password bitwarden lastpass env environment file policy rules".split()
 )
 _VERSION = re.compile(r"v?\d++(?:\.\d++)++")
-_EMAIL = re.compile(r"[^@\s]++@[A-Za-z0-9\-]++\.[A-Za-z0-9.\-]++")
+_EMAIL = re.compile(r"(?<![^@\s])[^@\s]++@[A-Za-z0-9\-]++\.[A-Za-z0-9.\-]++")  # starts a word: linear
 _CODE = re.compile(r"[A-Za-z0-9]++(?:-[A-Za-z0-9]++)?")
 _CODE_SEPARATOR = re.compile(r"[\s,]++")
 
