@@ -43,7 +43,8 @@ _NOT_A_PHRASE = frozenset(
 )
 _DESCRIBING = frozenset(
     "characters chars character digits letters symbols long length vault keychain manager"
-    " 1password bitwarden lastpass env environment file policy rules".split()
+    " 1password bitwarden lastpass env environment file policy rules your password passwords"
+    " hashed hash encrypted bcrypt below above enter type field".split()
 )
 _VERSION = re.compile(r"v?\d++(?:\.\d++)++")
 _EMAIL = re.compile(r"(?<![^@\s])[^@\s]++@[A-Za-z0-9\-]++\.[A-Za-z0-9.\-]++")  # starts a word: linear
@@ -62,8 +63,8 @@ def passwordish(value: str) -> bool:
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
     symbols = any(not c.isalnum() for c in value)
-    if not letters or value.count("/") > 1 or value.count(".") > 1 and not digits:
-        return False  # 493817, src/app/main.py, example.co.uk
+    if not letters or "/" in value or value.count(".") > 1 and not digits:
+        return False  # 493817, src/main2.py, example.co.uk
     return digits or symbols and any(c.isupper() for c in value) and any(c.islower() for c in value)
 
 
@@ -93,6 +94,12 @@ def _prose_phrase_is_secret(match: re.Match[str]) -> bool:
 
 def _value_is_passwordish(match: re.Match[str]) -> bool:
     return passwordish(match.group("secret"))
+
+
+def _pair_is_passwordish(match: re.Match[str]) -> bool:
+    """After `user/` a value must look generated, not be a ref or an id (root/a1b2c3)."""
+    value = match.group("secret")
+    return passwordish(value) and any(c.isupper() or not c.isalnum() for c in value)
 
 
 def _cli_value(match: re.Match[str]) -> bool:
@@ -247,11 +254,13 @@ PHRASE_RULES: tuple[Rule, ...] = (
     ),
     rule("password", "/p:", r"(?P<pre>(?<!\S)/p(?:assword)?:)(?P<secret>\S++)", _I, _cli_value),
     # --- credentials in prose ---------------------------------------------------------------
-    # "ssh in with password X", "user alice pass X", "account a@b.c, pwd X", "(pw X)"
+    # "ssh in with password X", "account a@b.c, pwd X", "(pw X)"; "pass X" only after a user
+    # name ("user alice pass X"): "the tests pass test_v2 now" is not a password.
     rule(
         "password",
         "pass pw",
-        r"(?P<pre>\b(?:password|passwd|passcode|pass|pwd|pw)[ \t]++)(?P<secret>" + _VALUE + ")",
+        r"(?P<pre>(?:\b(?:password|passwd|passcode|pwd|pw)|\buser(?:name)?[ \t:=]++\S{1,64}+[ \t,]++pass)"
+        r"[ \t]++)(?P<secret>" + _VALUE + ")",
         _I,
         _value_is_passwordish,
     ),
@@ -264,7 +273,7 @@ PHRASE_RULES: tuple[Rule, ...] = (
         r"|(?<![\w/.~@\-])(?:admin|administrator|root|sa|postgres|guest|ubuntu|superuser))"
         r"[ \t]*+[/:][ \t]*+)(?P<secret>" + _VALUE + ")",
         _I,
-        _value_is_passwordish,
+        _pair_is_passwordish,
     ),
     # u: admin p: X
     rule(
