@@ -557,3 +557,137 @@ NEAR_MISSES: list[tuple[str, str]] = [
     ("jwt-like", 'The header eyJ is base64 for {" and foo.bar.baz is a path.'),
     ("session-cookie", "Cookie: theme=dark; lang=en"),
 ]
+
+
+# --- every provider rule, bare (issue 26) -----------------------------------------------------
+# The sentences above put most tokens after a key word, where the generic `name = value` rules
+# would catch them anyway. Here each provider rule gets a value written bare in neutral prose,
+# and its marker must name its own kind: delete a rule and a test fails.
+# (kind, the token as written, the part of it that must not survive)
+PROVIDER_TOKENS: list[tuple[str, str, str]] = []
+
+
+def _bare(kind: str, token: str, secret: str | None = None) -> None:
+    PROVIDER_TOKENS.append((kind, token, token if secret is None else secret))
+
+
+def _base32(tag: str, length: int) -> str:
+    digest = hashlib.sha256(b"lore-base32-" + tag.encode()).digest() * 4
+    return "".join("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[b % 32] for b in digest)[:length]
+
+
+_bare("anthropic-key", VALUES_BY_NAME["anthropic-key"][0])
+_bare("openai-key", VALUES_BY_NAME["openai-legacy-key"][0])
+_bare("openai-key", VALUES_BY_NAME["openai-project-key"][0])
+_bare("aws-key", VALUES_BY_NAME["aws-access-key-id"][0])
+_bare("aws-key", VALUES_BY_NAME["aws-session-key-id"][0])
+_bare("github-token", VALUES_BY_NAME["github-classic-pat"][0])
+_bare("github-token", VALUES_BY_NAME["github-oauth-token"][0])
+_bare("github-token", VALUES_BY_NAME["github-user-token"][0])
+_bare("github-token", VALUES_BY_NAME["github-app-token"][0])
+_bare("github-token", VALUES_BY_NAME["github-refresh-token"][0])
+_bare("github-token", VALUES_BY_NAME["github-fine-grained-pat"][0])
+_bare("gitlab-token", VALUES_BY_NAME["gitlab-pat"][0])
+_bare("slack-token", VALUES_BY_NAME["slack-bot-token"][0])
+_bare("slack-token", VALUES_BY_NAME["slack-user-token"][0])
+_bare("slack-token", VALUES_BY_NAME["slack-app-token"][0])
+_bare("google-api-key", VALUES_BY_NAME["google-api-key"][0])
+_bare("stripe-key", VALUES_BY_NAME["stripe-secret-key"][0])
+_bare("stripe-key", VALUES_BY_NAME["stripe-restricted-key"][0])
+_bare("stripe-webhook-secret", VALUES_BY_NAME["stripe-webhook-secret"][0])
+_bare("npm-token", VALUES_BY_NAME["npm-token"][0])
+_bare("pypi-token", VALUES_BY_NAME["pypi-token"][0])
+_bare("huggingface-token", VALUES_BY_NAME["huggingface-token"][0])
+_bare("sendgrid-key", VALUES_BY_NAME["sendgrid-key"][0])
+_bare("digitalocean-token", VALUES_BY_NAME["digitalocean-token"][0])
+_bare("telegram-bot-token", VALUES_BY_NAME["telegram-bot-token"][0])
+_bare("databricks-token", VALUES_BY_NAME["databricks-token"][0])
+_bare("twilio-key", VALUES_BY_NAME["twilio-api-key"][0])
+_bare("discord-bot-token", VALUES_BY_NAME["discord-bot-token"][0])
+_bare("google-oauth-secret", VALUES_BY_NAME["google-oauth-client-secret"][0])
+_bare("google-oauth-token", VALUES_BY_NAME["google-oauth-access-token"][0])
+_bare("google-refresh-token", VALUES_BY_NAME["google-refresh-token"][0])
+_bare("huggingface-token", VALUES_BY_NAME["huggingface-token-bare"][0])
+_bare("huggingface-token", VALUES_BY_NAME["huggingface-org-token"][0])
+_bare("shopify-token", VALUES_BY_NAME["shopify-token"][0])
+_bare("linear-key", VALUES_BY_NAME["linear-key"][0])
+_bare("atlassian-token", VALUES_BY_NAME["atlassian-token"][0])
+_bare("atlassian-token", VALUES_BY_NAME["bitbucket-app-password"][0])
+_bare("vault-token", VALUES_BY_NAME["vault-token"][0])
+_bare("vault-token", VALUES_BY_NAME["vault-batch-token"][0])
+_bare("tailscale-key", VALUES_BY_NAME["tailscale-key"][0])
+_bare("age-secret-key", VALUES_BY_NAME["age-secret-key"][0])
+_bare("gitlab-token", VALUES_BY_NAME["gitlab-runner-token"][0])
+_bare("gitlab-token", VALUES_BY_NAME["gitlab-deploy-token"][0])
+_bare("dockerhub-token", VALUES_BY_NAME["dockerhub-token"][0])
+_bare("rubygems-token", VALUES_BY_NAME["rubygems-token"][0])
+_bare("nuget-key", VALUES_BY_NAME["nuget-key"][0])
+_bare("clojars-token", VALUES_BY_NAME["clojars-token"][0])
+_bare("jfrog-key", VALUES_BY_NAME["jfrog-key"][0])
+_bare("grafana-token", VALUES_BY_NAME["grafana-service-token"][0])
+_bare("newrelic-key", VALUES_BY_NAME["newrelic-key"][0])
+_bare("doppler-token", VALUES_BY_NAME["doppler-token"][0])
+_bare("pulumi-token", VALUES_BY_NAME["pulumi-token"][0])
+_bare("planetscale-token", VALUES_BY_NAME["planetscale-token"][0])
+_bare("supabase-token", VALUES_BY_NAME["supabase-token"][0])
+_bare("terraform-token", VALUES_BY_NAME["terraform-cloud-token"][0])
+_bare("notion-token", VALUES_BY_NAME["notion-token"][0])
+_bare("figma-token", VALUES_BY_NAME["figma-token"][0])
+_bare("postman-key", VALUES_BY_NAME["postman-key"][0])
+_bare("replicate-token", VALUES_BY_NAME["replicate-token"][0])
+_bare("groq-key", VALUES_BY_NAME["groq-key"][0])
+_bare("xai-key", VALUES_BY_NAME["xai-key"][0])
+_bare("perplexity-key", VALUES_BY_NAME["perplexity-key"][0])
+_bare("mailgun-key", VALUES_BY_NAME["mailgun-key"][0])
+_bare("mailchimp-key", VALUES_BY_NAME["mailchimp-key"][0])
+_bare("sentry-token", VALUES_BY_NAME["sentry-auth-token"][0])
+_bare("dynatrace-token", VALUES_BY_NAME["dynatrace-token"][0])
+_bare("square-token", VALUES_BY_NAME["square-token"][0])
+_bare("contentful-token", VALUES_BY_NAME["contentful-token"][0])
+_bare("typeform-token", VALUES_BY_NAME["typeform-token"][0])
+_bare("prefect-key", VALUES_BY_NAME["prefect-key"][0])
+_bare("heroku-token", VALUES_BY_NAME["heroku-token"][0])
+_bare("fly-token", VALUES_BY_NAME["fly-token"][0])
+_bare("scalingo-token", VALUES_BY_NAME["scalingo-token"][0])
+_bare("alibaba-key", VALUES_BY_NAME["alibaba-key"][0])
+_bare("azure-client-secret", VALUES_BY_NAME["azure-ad-client-secret"][0])
+_bare("firebase-key", VALUES_BY_NAME["firebase-server-key"][0])
+_bare("cloudflare-origin-key", VALUES_BY_NAME["cloudflare-origin-key"][0])
+_bare("braintree-token", VALUES_BY_NAME["braintree-token"][0])
+_bare("mapbox-token", VALUES_BY_NAME["mapbox-secret-token"][0])
+_bare("1password-token", VALUES_BY_NAME["1password-service-token"][0])
+_bare("1password-secret-key", VALUES_BY_NAME["1password-secret-key"][0])
+_bare("password-hash", VALUES_BY_NAME["bcrypt-hash"][0])
+_bare("password-hash", VALUES_BY_NAME["sha512crypt-hash"][0])
+_SLACK_HOOK = _fake("BareSlackHook", 24)
+_bare("slack-webhook", "https://hooks.slack.com/services/T0LORE1/B0LORE2/" + _SLACK_HOOK, _SLACK_HOOK)
+_DISCORD_HOOK = _fake("BareDiscordHook", 68)
+_bare("discord-webhook", "https://discord.com/api/webhooks/1234567890/" + _DISCORD_HOOK, _DISCORD_HOOK)
+_bare("gitlab-token", "GR1348941" + _fake("GlRunnerReg", 20))
+_bare("buildkite-token", "bkua" + "_" + _hex("buildkite", 40))
+_bare("grafana-token", "glc" + "_" + _fake("GrafanaCloud", 40) + "==")
+_bare("notion-token", "secret" + "_" + _fake("NotionLegacy", 43))
+_bare("airtable-token", "pat" + _fake("Airtab", 14) + "." + _hex("airtable", 64))
+_bare("jwt", _JWT_HEADER + "." + _JWT_PAYLOAD + "." + _JWT_SIGNATURE, _JWT_PAYLOAD)
+_bare("password-hash", "$apr1$" + _fake("Apr", 8) + "$" + _fake("AprHash", 22))
+_bare("password-hash", "pbkdf2_sha256$600000$" + _fake("DjSalt", 22) + "$" + _fake("DjHash", 43) + "=")
+_bare("password-hash", "{SSHA}" + _fake("Ssha", 32))
+_bare("password-hash", "grub.pbkdf2.sha512.10000." + _hex("grub1", 128) + "." + _hex("grub2", 128))
+_bare("password-hash", "*" + _hex("mysql-native", 40).upper())
+_TEAMS = _hex("teams", 32)
+_bare(
+    "teams-webhook",
+    "https://lore.webhook.office.com/webhookb2/" + _hex("tm1", 8) + "-" + _hex("tm2", 4) + "@"
+    + _hex("tm3", 8) + "/IncomingWebhook/" + _TEAMS + "/" + _hex("tm4", 8),
+    _TEAMS,
+)
+_S3_SIGNATURE = _hex("s3-signature", 64)
+_bare(
+    "url-signature",
+    "https://b.s3.amazonaws.com/k?X-Amz-Expires=900&X-Amz-Signature=" + _S3_SIGNATURE,
+    _S3_SIGNATURE,
+)
+_OTP = _base32("otp-bare", 32)
+_bare("otp-secret", "otpauth://totp/Lore:me?issuer=Lore&secret=" + _OTP, _OTP)
+_PEM_BARE = _fake("PemBare", 40)
+_bare("private-key", "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" + _PEM_BARE + "\n" + _fake("PemBare2", 64), _PEM_BARE)

@@ -23,6 +23,7 @@ from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
 from ..recall.memory import Clock, Memory, embedding_text
 from ..recall.storing import near_duplicate
+from ..safety.redact import redact
 from ..store import HISTORY_KEY, Store
 from .batches import MAX_PROMPT_CHARS, read_batch
 from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
@@ -174,7 +175,8 @@ class Ingestor:
                  parent_key: int | None = None, parent_id: str | None = None,
                  parent_summary: str | None = None, basis: str = "observed") -> int:
             source = "subagent" if subagent else "user" if basis == "stated" else "assistant"
-            new = NewFragment(content=content or summary, summary=summary, depth=depth,
+            summary, content = redact(summary), redact(content or summary)  # before embedding
+            new = NewFragment(content=content, summary=summary, depth=depth,
                               importance=rel.importance_value(importance),
                               source_session=session_id, project=memory.project,
                               metadata=meta, created_at=when, source=source, basis=basis)
@@ -221,6 +223,8 @@ class Ingestor:
         vectors = self._vectors([c.new for c, old in corrections if old is not None] + names
                                 + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
+        corrected = {c.new: redact(c.new) for c, old in corrections if old is not None}
+        failures = failure_rows(extraction.failures, vectors, session_id, memory.project, when)
         now = self.clock()
         supersessions = links = 0
         with store.write():
@@ -239,7 +243,7 @@ class Ingestor:
                 new_id = self._best_planned(planned, correction.new, old.depth, vector)
                 if new_id is None:
                     new_id = store.insert(
-                        NewFragment(content=correction.new, summary=correction.new,
+                        NewFragment(content=(text := corrected[correction.new]), summary=text,
                                     depth=old.depth, importance=old.importance,
                                     source_session=session_id, project=memory.project,
                                     metadata=meta, created_at=when,
@@ -257,9 +261,8 @@ class Ingestor:
                     links += 1
             if confirmed:
                 store.confirm(confirmed, now)
-            if extraction.failures:  # the rule of three's evidence (patterns.py)
-                store.add_failure_records(failure_rows(extraction.failures, vectors, session_id,
-                                                       memory.project, when))
+            if failures:  # the rule of three's evidence (patterns.py)
+                store.add_failure_records(failures)
             apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             crash_point("before-watermark")
             store.set_watermark(key, delta.end_offset, now)

@@ -50,10 +50,13 @@ def kind_key(kind: str) -> str:
 
 def failure_rows(failures: list[Failure], vectors: dict[str, Any], session: str | None,
                  project: str | None, when: float) -> list[tuple[Any, ...]]:
-    """An extraction's failures as Store.add_failure_records rows; `vectors` by "what"."""
+    """An extraction's failures as Store.add_failure_records rows; `vectors` by "what". Their
+    text is redacted here, so that none is redacted under the ingestor's write lock."""
     from ..embedding.embedder import to_blob
+    from ..safety.redact import redact
 
-    return [(session, project, f.kind, kind_key(f.kind), f.what, f.fix,
+    return [(session, project, redact(f.kind), kind_key(f.kind), redact(f.what),
+             None if f.fix is None else redact(f.fix),
              None if vectors.get(f.what) is None else to_blob(vectors[f.what]), when)
             for f in failures]
 

@@ -33,6 +33,7 @@ from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
 from ..recall.memory import embedding_text
 from ..recall.render import clip
+from ..safety.redact import redact
 from ..store import Store
 
 log = logging.getLogger(__name__)
@@ -266,7 +267,8 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
             log.warning("re-summarisation answer rejected: %s", exc)
             continue
         local = {f"t{i + 1}": tid for i, tid in enumerate(batch)}
-        new = {local[d.id.strip()]: clip(d.content, MAX_CONTENT) for d in parsed.descriptions
+        # Redacted here, so the store's own redaction costs nothing under the write lock.
+        new = {local[d.id.strip()]: redact(clip(d.content, MAX_CONTENT)) for d in parsed.descriptions
                if d.id.strip() in local and d.content.strip()}
         if not new:
             continue

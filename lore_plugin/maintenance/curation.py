@@ -201,7 +201,8 @@ class Curator:
             raise InvalidInput(f"“{entry['label']}” {found.why_not if found else 'is too old'}; "
                                "it cannot be undone")
         do = entry["undo"]
-        if entry["action"] == "edit":  # embedded before the write lock is taken, never under it
+        if entry["action"] == "edit":  # embedded and redacted before the write lock, not under it
+            do["summary"], do["content"] = redact(do["summary"]), redact(do["content"])
             frag = self.store.get(entry["fragment_id"])
             do["vector"] = self._vector(do["summary"], do["content"], frag.parent_id)
         store, now = self.store, self.clock()

@@ -25,14 +25,14 @@ STRONG = 2  # any literal value is a secret: password, token, secret, api key
 _KEY_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _STRONG_WORDS = frozenset(
     "password passwd passphrase passcode pwd pw pass secret secrets token credential credentials"
-    " apikey".split()
+    " creds apikey".split()
 )
 # "<word> key" is a strong name (api key, private key, AccountKey); "key" alone is weak: in code
 # it is a dict key, a sort key, a primary key far more often than a credential.
 _KEY_QUALIFIERS = frozenset(
     "api access account private secret signing encryption encrypt decrypt master shared license"
     " app service admin client consumer webhook hmac jwt sas storage subscription deploy root"
-    " auth session cipher aes crypto".split()
+    " auth session cipher aes crypto priv wallet".split()
 )
 _WEAK_WORDS = frozenset(
     "key auth pat dsn psk salt session sessionid sid phpsessid jsessionid csrftoken xsrf".split()
@@ -48,7 +48,8 @@ _METADATA = frozenset(
     " help prompt mode version index idx kind style location source provider cache manager"
     " budget usage method strategy rotation age created updated at date time offset reset"
     " validator valid check error errors message msg text input placeholder description desc"
-    " doc docs example template generator class cls fn func callback handler".split()
+    " doc docs example template generator class cls fn func callback handler hasher hashers"
+    " algorithm algo strength complexity store helper helpers".split()
 )
 
 
@@ -73,6 +74,8 @@ def _word_strength(parts: list[str], i: int) -> int:
         return STRONG
     if word == "key" and i > 0 and parts[i - 1] in _KEY_QUALIFIERS:
         return STRONG
+    if word == "key" and i > 0 and parts[i - 1] in ("public", "pub"):
+        return NOT_SECRET  # PublicKey = ... in a WireGuard peer is meant to be shared
     if word.endswith("key") and word[:-3] in _KEY_QUALIFIERS:  # apikey, privatekey
         return STRONG
     if word in _WEAK_WORDS:
@@ -92,12 +95,15 @@ _NOT_SECRET_WORDS = frozenset(
 )
 _LOWER_IDENTIFIER = re.compile(r"[a-z_]+(?:\.[a-z_]+)*")  # token, self.password, none
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")  # SecretStr, Optional: type names and words
-_ATTRIBUTE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")  # settings.API_KEY
+# settings.API_KEY. Possessive, and starting only where a name starts: a search (as the tests
+# time it) over `a_a_a_...` must not rescan the run from every position in it.
+_ATTRIBUTE = re.compile(r"(?<![A-Za-z0-9_.])[a-z_][a-z0-9_]*+(?:\.[A-Za-z_][A-Za-z0-9_]*+)++")
 _NUMBER = re.compile(r"[+-]?[0-9][0-9_.,:]*%?")  # 3600, 0.95, 1.2.3, 1000:1000
 _UUID = re.compile(r"[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 _CONSONANT_RUN = re.compile(r"[^aeiouy]{5}")
+_DIGIT_RUN = re.compile(r"[0-9]+")
 
 
 def mixed(value: str) -> bool:
@@ -157,7 +163,7 @@ def looks_random(value: str) -> bool:
         return random_letters(value)
     if has_digit and (has_upper or has_lower):
         # a8f3k2m9q1x7 interleaves; python311 or utf8mb4 do not.
-        return len(re.findall(r"[0-9]+", value)) >= 3
+        return len(_DIGIT_RUN.findall(value)) >= 3
     return len(value) >= 16 and bool(_BASE64.fullmatch(value)) and (has_upper or has_lower)
 
 
@@ -238,7 +244,8 @@ def named_block_is_secret(match: re.Match[str]) -> bool:
 
 def cli_value_is_secret(match: re.Match[str]) -> bool:
     value = match.group("secret").strip("'\"")
-    return bool(value) and not value.startswith(("$", "{", "<", "%")) and not value.isdigit()
+    # `psql --password -h db`: a flag after the flag means it prompts
+    return bool(value) and not value.startswith(("$", "{", "<", "%", "-")) and not value.isdigit()
 
 
 def url_password_is_secret(match: re.Match[str]) -> bool:

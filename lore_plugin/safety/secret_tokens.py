@@ -200,7 +200,55 @@ TOKEN_RULES: tuple[Rule, ...] = (
     ),
     # --- generic shapes -----------------------------------------------------------------------
     rule("jwt", "eyj", _START + r"eyJ[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]{5,}+\.[A-Za-z0-9_\-]*+"),
-    # Password hashes can be cracked offline: bcrypt ($2b$) and sha512-crypt ($6$, /etc/shadow).
+    # Password hashes can be cracked offline. Crypt formats name themselves by $id$ (bcrypt $2b$,
+    # md5 $1$, Apache $apr1$, sha-crypt $5$ $6$, yescrypt $y$, argon2, scrypt), Django and
+    # LDAP by a scheme name; shadow and htpasswd lines hold one of these after `user:`.
     rule("password-hash", "$2", r"\$2[abxy]?\$\d\d\$[./A-Za-z0-9]{53}"),
-    rule("password-hash", "$6$", r"\$6\$[./A-Za-z0-9]{1,16}\$[./A-Za-z0-9]{86}"),
+    rule(
+        "password-hash",
+        "$1$ $5$ $6$ $y$ $gy$ $7$ $apr1$ $md5 $sha1$ $argon2 $scrypt$",
+        r"(?<![A-Za-z0-9$])\$(?:1|5|6|y|gy|7|apr1|md5|sha1|argon2(?:id|i|d)|scrypt)\$"
+        r"[A-Za-z0-9./+=,$\-]{16,}+",
+    ),
+    rule(
+        "password-hash",
+        "pbkdf2 argon2$ bcrypt$ bcrypt_sha256$ scrypt$",
+        _START + r"(?:pbkdf2_sha(?:1|256|512)|argon2|bcrypt|bcrypt_sha256|scrypt)\$[A-Za-z0-9./+=,$\-]{20,}+",
+    ),
+    rule(
+        "password-hash",
+        "{ssha {sha {smd5 {md5 {crypt {pbkdf2",
+        r"\{(?:S?SHA(?:256|384|512)?|S?MD5|CRYPT|PBKDF2[A-Za-z0-9\-]*+)\}[A-Za-z0-9+/.$=]{16,}+",
+        re.IGNORECASE,
+    ),
+    rule("password-hash", "grub.pbkdf2.", r"grub\.pbkdf2\.sha\d++\.\d++\.[0-9A-Fa-f.]{64,}+"),
+    rule("password-hash", "*", r"(?<![A-Za-z0-9*])\*[0-9A-F]{40}(?![A-Za-z0-9])"),  # MySQL native
+    # --- signatures, one-time secrets, keys without their header ------------------------------
+    rule(
+        "teams-webhook",
+        "webhook.office.com outlook.office",
+        r"https://(?:[A-Za-z0-9\-]++\.webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com"
+        r"/webhook)/[A-Za-z0-9@/_\-]++",
+    ),
+    rule(
+        "url-signature",
+        "-signature= -security-token=",
+        r"(?P<pre>[?&](?:X-Amz-Signature|X-Amz-Security-Token|X-Goog-Signature)=)[^&\s#\"'<>]{16,}+",
+        re.IGNORECASE,
+    ),
+    rule(
+        "otp-secret",
+        "otpauth://",
+        r"(?P<pre>\botpauth://[^\s?#]{0,200}+\?(?:[^\s#&]{0,200}+&){0,10}+secret=)[A-Za-z2-7]{8,}+=*+",
+        re.IGNORECASE,
+    ),
+    # A private key's base64 body pasted without its BEGIN line: the DER of a private key opens
+    # with version 0 (MII...IBA, MIG.AgEA, MHcCAQEE, MC4CAQAw), an OpenSSH key with its magic.
+    # A certificate (MIIDdzCCA...) opens otherwise and survives.
+    rule(
+        "private-key",
+        "mii mig mhccaqee mc4caqaw b3blbnnzac1rzxktdje",
+        r"(?<![A-Za-z0-9+/])(?:MII[A-Za-z0-9+/]{3}IBA[AD]|MIG[A-Za-z0-9+/]AgEA|MHcCAQEE|MC4CAQAw"
+        r"|b3BlbnNzaC1rZXktdjE)[A-Za-z0-9+/=]*+(?:\r?\n[A-Za-z0-9+/=]{16,}+)*+",
+    ),
 )

@@ -46,14 +46,14 @@ class Backup(Vectors, WrittenDates):
         from ..safety.redact import redact
 
         cols = self.EXPORT_COLUMNS
-        text = ("summary", "content")  # imported text is redacted like every other write
+        text = ("summary", "content")  # imported text is redacted like every other write,
+        rows = [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and  # and
+                      isinstance(f.get(c), str) else f.get(c) for c in cols)  # before the lock
+                for f in map(_provenance, fragments)]
         with self.write():
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO fragments ({', '.join(cols)}) VALUES "
-                f"({', '.join('?' * len(cols))})",
-                [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and
-                       isinstance(f.get(c), str) else f.get(c) for c in cols)
-                 for f in map(_provenance, fragments)])
+                f"({', '.join('?' * len(cols))})", rows)
             self.conn.executemany(
                 "UPDATE fragments SET superseded_by = ? WHERE id = ? AND superseded_by IS NULL",
                 [(f["superseded_by"], f["id"]) for f in fragments if f.get("superseded_by")])

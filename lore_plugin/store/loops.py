@@ -12,19 +12,26 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def redacted_failure_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Failure rows with their text redacted: kind, what and fix."""
+    from ..safety.redact import redact
+
+    return [(s, p, redact(k), key, redact(w), None if f is None else redact(f), e, t)
+            for s, p, k, key, w, f, e, t in rows]
+
+
 class Loops(Connection):
     # -- failures and patterns --------------------------------------------------------------
     def add_failure_records(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """(session id, project, kind, kind key, what, fix, embedding blob, created_at). Meant
-        to run inside the ingestor's write, with the watermark: recorded exactly once."""
-        from ..safety.redact import redact
-
+        to run inside the ingestor's write, with the watermark: recorded exactly once. The
+        ingestor passes rows through redacted_failure_rows before it opens that write, so the
+        redaction here costs nothing under the lock."""
+        rows = redacted_failure_rows(rows)
         with self.write():
             self.conn.executemany(
                 "INSERT INTO failures (session_id, project, kind, kind_key, what, fix, "
-                "embedding, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(s, p, redact(k), key, redact(w), None if f is None else redact(f), e, t)
-                 for s, p, k, key, w, f, e, t in rows])
+                "embedding, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
     def has_failure(self, session_id: str | None, kind: str, what: str, created_at: float
                     ) -> bool:
