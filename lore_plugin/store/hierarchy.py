@@ -7,6 +7,10 @@ from collections.abc import Sequence
 
 from .edges import Edges
 
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class Hierarchy(Edges):
     def parent_id(self, fid: str) -> str | None:
@@ -109,3 +113,20 @@ class Hierarchy(Edges):
                 else:
                     self.link(new_parent, child, "hierarchical", 1.0, now)
         return len(children)
+
+    def knowledge_of(self, project: str | None, limit: int) -> list[tuple[Any, int, int]]:
+        """The SessionStart brief's candidates: live facts and details (and concepts without
+        live children, which are notes in themselves) of `project` or of no project, the
+        most important first, each with (times recalled, times used) from recall_use."""
+        from .rows import FRAGMENT_COLUMNS, row_to_fragment
+
+        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
+        rows = self.conn.execute(
+            f"SELECT {columns}, coalesce(u.returned, 0), coalesce(u.used, 0) FROM fragments f "
+            "LEFT JOIN recall_use u ON u.fragment_id = f.id WHERE f.superseded_by IS NULL "
+            "AND (f.project = ? OR f.project IS NULL) AND (f.depth >= 2 OR (f.depth = 1 AND "
+            "NOT EXISTS (SELECT 1 FROM edges e JOIN fragments c ON c.id = e.target WHERE "
+            "e.source = f.id AND e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
+            "ORDER BY f.importance DESC, f.relevance_score DESC LIMIT ?",
+            (project, limit)).fetchall()
+        return [(row_to_fragment(r[:18]), int(r[18]), int(r[19])) for r in rows]
