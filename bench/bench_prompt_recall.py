@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -51,10 +50,9 @@ from lore_plugin.recall.render import plural  # noqa: E402
 from lore_plugin.recall.terms import keyword_terms  # noqa: E402
 
 BEFORE_COSINES = (0.45, 0.50, 0.55)
-AFTER_COSINES = (0.40, 0.45, 0.50, 0.55)
-AFTER_CHILD = (0.30, 0.35, 0.40, 1.0)
+AFTER_COSINES = (0.45, 0.50, 0.55)
+AFTER_CHILD = (0.40, 1.0)
 AFTER_MOST = (1, 2, 4)
-Rule = Callable[[Memory, str], list[Any]]
 
 
 class Tally:
@@ -107,10 +105,11 @@ def ask(memory: Memory, text: str, related: bool, gold: frozenset[str],
     _, ids = pr.compose(pr.pick(answers), store=memory.reader)
     timings.append(time.perf_counter() - start)
     tallies.setdefault("after: chosen", Tally()).add(related, ids, gold)
+    where = pr.paths(memory.reader, [f for f, _, _ in answers])  # read once for every rule
     for t in AFTER_COSINES:
         for child in AFTER_CHILD:
             for most in AFTER_MOST:
-                _, ids = pr.compose(pr.pick(answers, t, min(child, t), most), store=memory.reader)
+                _, ids = pr.compose(pr.pick(answers, t, min(child, t), most), where=where)
                 name = (f"after: cosine ≥ {t:.2f}" + (f", below a match ≥ {child:.2f}"
                                                       if child < t else "")
                         + ", " + plural(most, "answer"))

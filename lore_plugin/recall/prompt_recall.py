@@ -185,14 +185,15 @@ def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
     return head + render.clip(body, space) + tail
 
 
-def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None
-            ) -> tuple[str | None, list[str]]:
-    """The framed context and the ids it holds; (None, []) when nothing fits. With `store`,
-    each item carries its path."""
+def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
+            where: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
+    """The framed context and the ids it holds; (None, []) when nothing fits. With `store`
+    (or the paths already read, `where`), each item carries its path."""
     lines: list[str] = []
     ids: list[str] = []
     room = budget
-    where = paths(store, frags) if store is not None and frags else {}
+    if where is None:
+        where = paths(store, frags) if store is not None and frags else {}
     for frag in frags:
         line = item_line(frag, room, where.get(frag.id, ""))
         if line is None:
