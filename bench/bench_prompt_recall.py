@@ -105,7 +105,7 @@ def ask(memory: Memory, text: str, related: bool, gold: frozenset[str],
     _, ids = pr.compose(pr.pick(answers), store=memory.reader)
     timings.append(time.perf_counter() - start)
     tallies.setdefault("after: chosen", Tally()).add(related, ids, gold)
-    where = pr.paths(memory.reader, [f for f, _, _ in answers])  # read once for every rule
+    where = pr.paths(memory.reader, [a[0] for a in answers])  # read once for every rule
     for t in AFTER_COSINES:
         for child in AFTER_CHILD:
             for most in AFTER_MOST:

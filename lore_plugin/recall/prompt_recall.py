@@ -75,14 +75,14 @@ def paths(store: Store, frags: list[Fragment]) -> dict[str, str]:
 
 
 def answers_by_cosine(memory: Memory, prompt: str, seen: set[str]
-                      ) -> list[tuple[Fragment, float, float]] | None:
+                      ) -> list[tuple[Fragment, float, float, bool]] | None:
     """The answers hybrid search points to, in its order (its fused evidence: meaning, words,
     neighbours, relevance), each with its cosine with the prompt: a fact it found stands
     where it was found; a topic or concept it found is replaced, where it stood, by the
     knowledge below it that is closest to the prompt. Each answer comes as (fragment, its
-    cosine, the cosine of the heading it was found under or of its parent when search
-    found that too, else 0). None
-    when the model failed to load (the caller judges by words then)."""
+    cosine, the cosine of the heading it was found under, or of its parent when search found
+    that too, else 0, and whether it was found only by descending). None when the model
+    failed to load (the caller judges by words then)."""
     text = prompt[:MAX_PROMPT]
     found = memory.search(text, limit=CANDIDATES)
     if found.keyword_only:
@@ -115,22 +115,24 @@ def answers_by_cosine(memory: Memory, prompt: str, seen: set[str]
         for fid, frag in full.items():
             if not is_heading(store, frag):
                 cos[fid], frags[fid] = sims[fid], frag
-    out: dict[str, tuple[Fragment, float, float]] = {}
+    out: dict[str, tuple[Fragment, float, float, bool]] = {}
     for hit in order:
         for fid in ([b for b in best[hit] if b in frags][:MOST] if hit in best else [hit]):
             if fid in frags and fid not in out:
                 parent = frags[fid].parent_id or ""
-                out[fid] = (frags[fid], cos[fid], branch.get(hit, branch.get(parent, 0.0)))
+                out[fid] = (frags[fid], cos[fid], branch.get(hit, branch.get(parent, 0.0)),
+                            hit in best)
     return list(out.values())
 
 
-def pick(answers: list[tuple[Fragment, float, float]], min_cosine: float = MIN_COSINE,
+def pick(answers: list[tuple[Fragment, float, float, bool]], min_cosine: float = MIN_COSINE,
          min_child: float = MIN_CHILD_COSINE, most: int = MOST) -> list[Fragment]:
     """In search order, the first `most` answers that match the prompt by their own cosine,
-    or a little less when the topic or concept they were found under matches it: a branch
-    that matches says which of its children is meant."""
-    return [f for f, c, b in answers
-            if c >= min_cosine or (b >= min_cosine and c >= min_child)][:most]
+    or a little less when the topic or concept above them matches it (a branch that matches
+    says which of its children is meant). An answer reached only by descending needs its
+    branch to match: a weak heading's children are not looked at."""
+    return [f for f, c, b, below in answers
+            if (b >= min_cosine and c >= min_child) or (not below and c >= min_cosine)][:most]
 
 
 def strong_by_cosine(memory: Memory, prompt: str, seen: set[str]) -> list[Fragment]:
