@@ -8,6 +8,11 @@ from ..core.config import Settings
 from ..core.types import Fragment
 from ..recall.render import RECALLED_NOTICE, clip, plural, recalled, short_id, source_label
 
+TYPE_CHECKING = False  # not typing's: the brief runs in a hook
+if TYPE_CHECKING:
+    from ..recall.memory import Memory
+    from ..store import Store
+
 TOPICS = 8
 CANDIDATES = 200  # knowledge rows read, the most important first; the brief shows a dozen
 ITEM_CHARS = 160  # one knowledge line's text
@@ -45,9 +50,9 @@ def _label(frag: Fragment, project: str | None) -> str:
     return f"from: {source_label(frag)}{cross}"
 
 
-def knowledge_lines(reader: object, project: str | None) -> list[str]:
+def knowledge_lines(reader: Store, project: str | None) -> list[str]:
     """One line per item, id and source included, best first."""
-    rows = reader.knowledge_of(project, CANDIDATES)  # type: ignore[attr-defined]
+    rows = reader.knowledge_of(project, CANDIDATES)
     kept = [(rank(f, r, u, project), f) for f, r, u in rows if trusted_for_brief(f)]
     kept.sort(key=lambda pair: pair[0], reverse=True)
     lines = []
@@ -59,9 +64,9 @@ def knowledge_lines(reader: object, project: str | None) -> list[str]:
     return lines
 
 
-def topic_lines(memory: object, project: str | None) -> list[str]:
+def topic_lines(memory: Memory, project: str | None) -> list[str]:
     """This project's topics and those of no project, each with its one-line description."""
-    found = memory.topics(limit=TOPICS * 3)  # type: ignore[attr-defined]
+    found = memory.topics(limit=TOPICS * 3)
     lines = []
     for t in found:
         f = t.fragment

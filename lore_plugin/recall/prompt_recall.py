@@ -7,7 +7,7 @@ the prompt best, and only those are injected, each with its path ("Releases › 
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
 (bench/bench_prompt_recall.py):
 - with the embedding model (the running MCP server): the answer's own cosine with the prompt,
-  and the further answers only when they come close to the best one;
+  or a lower one when the topic or concept above it matches the prompt;
 - without it (the hook's fallback when no server answers): how many of the prompt's keyword
   terms the line that would be injected (path and text) holds, and what share of them."""
 
@@ -166,7 +166,8 @@ def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = 
             found.append(frag)
             continue
         children = store.get_many([c for c in store.child_ids(fid) if c not in seen])
-        found += sorted((c for c in children.values() if term_match(terms, c)[0] > 0),
+        found += sorted((c for c in children.values()
+                         if term_match(terms, c)[0] > 0 and not is_heading(store, c)),
                         key=lambda c: term_match(terms, c)[0], reverse=True)
     unique = list({f.id: f for f in found}.values())
     lines = paths(store, unique)
