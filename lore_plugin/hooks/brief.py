@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..store import Store
 
 TOPICS = 8
-CANDIDATES = 200  # knowledge rows read, the most important first; the brief shows a dozen
+CANDIDATES = 100  # knowledge rows read, the most important first; the brief shows a dozen
 ITEM_CHARS = 160  # one knowledge line's text
 TOPIC_CHARS = 110  # one topic line's name and description
 KNOWLEDGE_SHARE = 2 / 3  # of the room left after the tail and the recurring failures

@@ -37,7 +37,7 @@ MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
 LOCK_WAIT = 0.1  # seconds the socket waits for a tool call to finish; the hook waits 0.25 s
 MIN_ITEM_CHARS = 40  # an item clipped shorter than this says nothing
-PATH_CHARS = 32  # each ancestor's name in an item's path: the budget is for the answer
+PATH_CHARS = 24  # each ancestor's name in an item's path: the budget is for the answer
 SEPARATOR = " › "
 NOTICE = "Lore recalled these notes from earlier sessions because they match this prompt. " \
     + render.FRAMING
