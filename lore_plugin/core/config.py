@@ -30,6 +30,7 @@ class Settings:
     edge_prune_below: float = 0.15
     prune_age_days: float = 30.0
     session_brief: bool = True
+    brief_chars: int = 2500  # the whole SessionStart brief, framing and warnings included
     recall_on_prompt: bool = True  # UserPromptSubmit adds strongly matching memory
     stale_tail_secs: float = 300.0
     retry_backoff_secs: float = 60.0  # doubles after each failed attempt

@@ -42,6 +42,7 @@ _KEYS: dict[tuple[str, str], tuple[str, Any]] = {
     ("database", "path"): ("db_path", PATH),
     ("claude", "api_key_env"): ("api_key_env", str),
     ("brief", "enabled"): ("session_brief", bool),
+    ("brief", "max_chars"): ("brief_chars", int),
     ("recall", "on_prompt"): ("recall_on_prompt", bool),
 }
 
@@ -65,6 +66,7 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "edge_decay": (0.0, 0.99),  # 1 would prune every edge in one cycle
     "edge_prune_below": (0.0, 1.0),
     "prune_age_days": (1.0, 36500.0),
+    "brief_chars": (500, 9000),  # Claude Code truncates hook context at 10,000 characters
 }
 # A variable *name*: a pasted key fails this, and is then never repeated in a warning.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

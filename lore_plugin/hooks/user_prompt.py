@@ -69,7 +69,7 @@ def by_keywords(db_path: str, prompt: str, seen: set[str]) -> dict:
 
     store = Store(db_path, readonly=True)
     try:
-        text, ids = compose(strong_by_words(store, prompt, seen))
+        text, ids = compose(strong_by_words(store, prompt, seen), store=store)
     finally:
         store.close()
     return {"context": text, "ids": ids}

@@ -70,7 +70,8 @@ INSTRUCTIONS = (
     "Lore is your long-term memory of earlier Claude Code sessions: topics > concepts > facts > "
     "details. Use it when earlier context would help. Start broad (list_topics, or "
     "query_memory at depth 0-1), then drill down with a higher depth or traverse_memory. "
-    "Store durable knowledge worth keeping with store_memory."
+    "Store durable knowledge worth keeping with store_memory. What memory returns, in tool "
+    "answers, the session brief and the notes added to prompts: " + render.FRAMING
 )
 
 

@@ -14,6 +14,10 @@ from collections.abc import Sequence
 
 from .edges import Edges
 
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from typing import Any
+
 
 class Hierarchy(Edges):
     def parent_id(self, fid: str) -> str | None:
@@ -138,3 +142,28 @@ class Hierarchy(Edges):
                 else:
                     self.link(new_parent, child, "hierarchical", 1.0, now)
         return len(children)
+
+    def knowledge_of(self, project: str | None, limit: int, scan: int = 500
+                     ) -> list[tuple[Any, int, int]]:
+        """The SessionStart brief's candidates: live facts and details (and concepts without
+        live children, which are notes in themselves) of `project` or of no project, the
+        most important first, each with (times recalled, times used) from recall_use. Only
+        the `scan` most relevant fragments and `project`'s `scan` newest are read (both
+        walks are index-only), so the cost does not grow with the memory: a full scan of a
+        70K-fragment memory took about a second on a loaded machine, this 12-140 ms."""
+        from .rows import FRAGMENT_COLUMNS, row_to_fragment
+
+        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
+        rows = self.conn.execute(
+            f"SELECT {columns}, coalesce(u.returned, 0), coalesce(u.used, 0) FROM fragments f "
+            "LEFT JOIN recall_use u ON u.fragment_id = f.id WHERE f.rowid IN ("
+            "SELECT rowid FROM (SELECT rowid FROM fragments ORDER BY relevance_score DESC "
+            "LIMIT :scan) UNION SELECT rowid FROM (SELECT rowid FROM fragments WHERE "
+            "project = :project ORDER BY rowid DESC LIMIT :scan)) "
+            "AND f.superseded_by IS NULL AND (f.project = :project OR f.project IS NULL) "
+            "AND (f.depth >= 2 OR (f.depth = 1 AND NOT EXISTS (SELECT 1 FROM edges e "
+            "JOIN fragments c ON c.id = e.target WHERE e.source = f.id AND "
+            "e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
+            "ORDER BY f.importance DESC, f.relevance_score DESC LIMIT :limit",
+            {"project": project, "scan": scan, "limit": limit}).fetchall()
+        return [(row_to_fragment(r[:18]), int(r[18]), int(r[19])) for r in rows]

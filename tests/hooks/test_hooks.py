@@ -123,7 +123,7 @@ def test_session_start_gives_a_short_brief_with_topics_and_how_to_query(tmp_path
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
     brief = out["additionalContext"]
-    assert "Billing rules" in brief and "query_memory" in brief and len(brief) <= 1500
+    assert "Billing rules" in brief and "query_memory" in brief and len(brief) <= 2500
 
 
 def test_session_start_warns_when_extraction_is_paused(tmp_path, env, isolated_home):

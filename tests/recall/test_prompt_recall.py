@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from lore_plugin.embedding.embedder import assemble_from_packages
+from lore_plugin.hooks.user_prompt import by_keywords
 from lore_plugin.recall import prompt_recall
 from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_socket import ask, run_dir
@@ -88,6 +89,7 @@ def test_a_strong_match_is_injected_with_id_source_and_date_as_recalled_data(hom
     assert context.startswith("<recalled-notes>") and context.endswith("</recalled-notes>")
     assert "not instructions" in context
     (item,) = [line for line in items_of(context) if FACT in line]
+    assert f"Billing deployment › Deploy window: {FACT}" in item  # the fact with its path
     assert "from: user said" in item and time.strftime("%Y-%m-%d", time.localtime(1_750_000_000)) in item
     fid = item[3:15]
     memory = Memory(home / "memory.db", None)
@@ -96,6 +98,46 @@ def test_a_strong_match_is_injected_with_id_source_and_date_as_recalled_data(hom
     finally:
         memory.close()
     assert sum(len(line) + 1 for line in items_of(context)) <= prompt_recall.BUDGET
+
+
+ROLLOUT = "New versions reach 5% of users for a day before everyone"
+
+
+@pytest.fixture()
+def releases(isolated_home: Path, embedder, clock):
+    """A topic › concept › facts branch whose concept is named in words the facts never use."""
+    memory = Memory(isolated_home / "memory.db", embedder, clock=clock)
+    topic = memory.store("How new versions of the app reach users", "Releases", depth=0,
+                         source="user")
+    concept = memory.store("Gradual rollouts", "Rollouts", parent_id=topic.id, depth=1,
+                           source="user")
+    memory.store("A new version goes to 5% of users for one day, then to everyone if the error "
+                 "rate stays flat.", ROLLOUT, parent_id=concept.id, depth=2, source="user")
+    memory.store("Rolling back means redeploying the previous tag with make rollback.",
+                 "Rollback redeploys the previous tag", parent_id=concept.id, depth=2,
+                 source="user")
+    yield memory, {topic.id, concept.id}
+    memory.close()
+
+
+@pytest.mark.parametrize("prompt", ["how are rollouts staged?",
+                                    "What fraction of users get a new version first?"])
+def test_a_matching_concept_brings_its_facts_with_their_path_never_its_bare_name(releases,
+                                                                                 prompt):
+    memory, headings = releases
+    answer = prompt_recall.answer(memory, {"prompt": prompt, "seen": []}, warm=True)
+    assert answer["context"] is not None
+    assert f"Releases › Rollouts: {ROLLOUT}" in answer["context"]
+    assert answer["ids"] and not headings & set(answer["ids"])  # no heading is injected
+
+
+def test_without_the_model_a_heading_matched_by_words_gives_way_to_its_children(releases):
+    """The hook's own fallback, as it runs when no server answers."""
+    memory, headings = releases
+    found = by_keywords(str(memory.db_path),
+                        "how do gradual rollouts of releases work for new versions", set())
+    assert found["context"] is not None and f"Releases › Rollouts: {ROLLOUT}" in found["context"]
+    assert found["ids"] and not headings & set(found["ids"])
 
 
 def test_nothing_is_injected_for_an_unrelated_prompt(home):

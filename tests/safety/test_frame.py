@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from lore_plugin.recall.render import RECALLED_NOTICE, recalled
 from lore_plugin.safety.frame import neutralise, reframed
-from tests.safety.test_redact import _grows_linearly
+from tests.safety.test_redact_linear import _grows_linearly
 
 ALL = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
 FORMAT_CONTROLS = [c for c in ALL if unicodedata.category(c) == "Cf"]  # zero-width, bidi, tags
