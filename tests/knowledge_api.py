@@ -19,6 +19,7 @@ def extraction_for(text: str, tag: str = "") -> dict:
     facts: dict[str, list[dict]] = {}
     for topic, n, value in RULE.findall(text):
         fact = {"summary": f"{topic} rule {n} uses value {value}{tag}", "importance": "medium",
+                "basis": "stated",
                 "content": f"The team decided {topic} rule {n} uses value {value}."}
         if fact not in facts.setdefault(topic, []):
             facts[topic].append(fact)
