@@ -48,7 +48,10 @@ class KnowledgeModel:
         if not body.get("tools"):
             return text_reply("ok")
         self.calls += 1
-        answer = extraction_for(prompt_text(body), f" #{self.calls}" if self.tag_requests else "")
+        text = prompt_text(body)
+        if "<conversation>" in text:  # like a model told so: the context and digests are not news
+            text = text[text.index("<conversation>"):text.rindex("</conversation>")]
+        answer = extraction_for(text, f" #{self.calls}" if self.tag_requests else "")
         for key, value in self.extra.items():
             answer[key] = value
         return tool_reply("record_knowledge", answer)

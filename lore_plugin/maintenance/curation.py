@@ -183,8 +183,11 @@ class Curator:
             self.store.journal_drop_undo(before=cutoff)
         out = []
         for e in self.store.journal(limit):
+            # A supersession keeps only two ids, and undoing it checks that it still stands:
+            # no consolidation since can make that unsafe, and consolidation makes them too.
+            since = cutoff is not None and e["at"] <= cutoff and e["action"] != "supersede"
             why = ("undone" if e["undone_at"] else FORGET_NOTE if e["action"] == "forget"
-                   else "a consolidation ran since" if cutoff is not None and e["at"] <= cutoff
+                   else "a consolidation ran since" if since
                    else "its details are gone" if not e["undo"] else "")
             out.append(Entry(e["id"], e["at"], e["action"], e["fragment_id"], e["label"],
                              e["undone_at"], not why, why))
@@ -247,6 +250,12 @@ class Curator:
         self._give_back(do["children"], do["survivor"], do["victim"], now)
         store.set_associative(do["survivor"], do["survivor_links"], now)
         store.set_associative(do["victim"], do["victim_links"], now)
+
+    def _undo_supersede(self, fid: str, do: dict, now: float) -> None:
+        """Extraction or consolidation replaced a fact: the old one is live again, the new
+        one stays (it may hold knowledge of its own; forget it if it is wrong)."""
+        if not self.store.unsupersede(do["old"], do["new"]):
+            raise InvalidInput("that fact was changed since; it cannot be undone")
 
     def _undo_confirm(self, fid: str, do: dict, now: float) -> None:
         self.store.unconfirm(fid, do["confirmed_at"])
