@@ -36,8 +36,8 @@ flag, path or example).
 
 Rules:
 - <known_facts> is what memory already holds, each with an id like [k3]. Do not record a \
-known fact again; reuse its topic and concept names verbatim. Reuse an <existing_topics> \
-name verbatim when it fits; create a topic only when none does.
+known fact again; reuse its topic and concept names. Reuse an existing topic name verbatim \
+when it fits (<existing_topics>); create a topic only when none does.
 - When the slice shows a known fact is no longer true, add a correction with that fact's id \
 (old: its text, new: the new fact, topic) and record the new fact as usual. A correction \
 of something not listed has no id.

@@ -36,9 +36,10 @@ DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 # No temperature is sent: the API version this SDK speaks (2026-10-21) removed the sampling
 # parameters and answers 400 to any of them. Consistent naming comes from the prompt instead
 # (known facts and topic names to reuse verbatim).
-# Writing the answer takes time in proportion to its length: the timeout grows with the
-# output asked for (a slow 40 tokens a second), so a long answer is not cut off half-written.
-OUTPUT_TOKENS_PER_SEC = 40.0
+# Writing the answer takes time in proportion to its length: the configured timeout is for an
+# answer of up to TIMEOUT_TOKENS, and grows with the output asked for beyond that, so a long
+# answer is not cut off half-written (and paid for) as often as a short one.
+TIMEOUT_TOKENS = 4096
 CHARS_PER_TOKEN = 3.5
 # The shortest prefix the API caches, by model family (Anthropic's prompt-caching docs); an
 # unknown model gets the largest, so a breakpoint is never sent where it cannot count.
@@ -131,7 +132,7 @@ class AnthropicLLM:
                     messages=[{"role": "user", "content": prompt}],
                     tools=[tool],
                     tool_choice={"type": "tool", "name": tool["name"]},
-                    timeout=self.timeout + max_tokens / OUTPUT_TOKENS_PER_SEC,
+                    timeout=self.timeout * max(1.0, max_tokens / TIMEOUT_TOKENS),
                 )
                 # Recorded before the answer is judged: a truncated answer was paid for too.
                 self.last_usage = usage_from(getattr(message, "usage", None))
