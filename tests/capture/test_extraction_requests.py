@@ -270,3 +270,53 @@ def test_an_answer_cut_off_at_max_tokens_is_asked_again_on_a_smaller_slice(
     assert len(second) < len(first) * 0.75 and first.startswith(second[:200])
     assert live_facts(settings) == sorted(f"billing rule {i} uses value {i * 7}" for i in range(4))
     assert Store(settings.db_path).failures() == []
+
+
+def test_a_long_turn_keeps_its_head_and_its_tail(tmp_path):
+    from lore_plugin.capture.batches import MAX_TURN_CHARS, read_batch
+
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    pasted = ("Why does the import fail? Traceback (most recent call last):\n"
+              + "  File 'app.py', line 3, in <module>\n" * 800
+              + "ImportError: cannot import name 'Billing' from 'billing'")
+    writer.user(pasted)
+    _, text = read_batch(writer.path, 0, 1 << 20)
+    assert text.startswith("User: Why does the import fail? Traceback")
+    assert text.endswith("ImportError: cannot import name 'Billing' from 'billing'")
+    assert " […] " in text and len(text) < MAX_TURN_CHARS + 100
+
+
+def test_status_lists_a_parked_range_and_retry_parked_extracts_it(tmp_path, settings, ingestor,
+                                                                  model, env):
+    import subprocess
+
+    from tests.conftest import PYTHON
+    from tests.fake_anthropic import text_reply
+
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    writer.exchange(2)
+    model.fail_next = 3
+    model.failure = text_reply("no tool call")
+    cli_settings = dataclasses.replace(settings, db_path=Path(env["LORE_DB_PATH"]))
+    llm = pick_llm(cli_settings, env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": env[
+        "ANTHROPIC_BASE_URL"]})
+    failing = Ingestor(cli_settings, llm, None, lambda: 1_750_000_000.0)
+    for _ in range(3):
+        failing.ingest(writer.path)
+    failing.close()
+    end = writer.path.stat().st_size
+
+    def lore(*args: str) -> str:
+        done = subprocess.run([PYTHON, "-m", "lore_plugin.cli", *args], env=env, text=True,
+                              capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    status = lore("status")
+    assert f"parked: {writer.path} bytes 0-{end}" in status and "lore retry-parked" in status
+    out = lore("retry-parked")
+    assert f"{writer.path} bytes 0-{end}" in out and "retried 1 parked range(s)" in out
+    assert "parked:" not in lore("status")
+    store = Store(Path(env["LORE_DB_PATH"]))
+    assert store.failures() == [] and len(store.execute(
+        "SELECT id FROM fragments WHERE depth = 2")) == 2
