@@ -164,7 +164,7 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
                                      None if end is None else end - offset)
             if delta.missing or delta.truncated or delta.end_offset <= offset:
                 break
-            result.turns += len(delta.turns)
+            result.turns += sum(1 for t in delta.turns if t.role != "tool")
             files.add(path)
             if text and worth_extracting(delta.turns):
                 result.batches += 1

@@ -173,19 +173,22 @@ class Curator:
         return self.store.get(frag.id)
 
     # -- the journal --------------------------------------------------------------------------
-    def _consolidated(self) -> float | None:
-        last = self.store.get_meta("last_consolidation")
-        return float(last) if last else None
+    def _consolidated(self) -> tuple[float, float] | None:
+        """(when the last consolidation started, when it finished)."""
+        last = self.store.last_consolidation()
+        return (last["started_at"], last["finished_at"] or last["started_at"]) if last else None
 
     def history(self, limit: int = 50) -> list[Entry]:
-        cutoff = self._consolidated()
-        if cutoff is not None:
-            self.store.journal_drop_undo(before=cutoff)
+        run = self._consolidated()
+        if run is not None:  # what that run did (stamped with its start) stays undoable
+            self.store.journal_drop_undo(before=run[0] - 0.001)  # until the next one
         out = []
         for e in self.store.journal(limit):
             # A supersession keeps only two ids, and undoing it checks that it still stands:
             # no consolidation since can make that unsafe, and consolidation makes them too.
-            since = cutoff is not None and e["at"] <= cutoff and e["action"] != "supersede"
+            own = run is not None and e["at"] >= run[0] and e["undo"].get("by") == "consolidation"
+            since = (run is not None and e["at"] <= run[1] and e["action"] != "supersede"
+                     and not own)
             why = ("undone" if e["undone_at"] else FORGET_NOTE if e["action"] == "forget"
                    else "a consolidation ran since" if since
                    else "its details are gone" if not e["undo"] else "")
