@@ -67,6 +67,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if args.retry_failed:
             count = store.unpark_all(time.time())
             print(f"retrying {count} failed or parked batch(es)")
+        # Parked ranges lie behind the watermark: their transcripts have no unread tail.
+        retry = {f["file_path"] for f in store.failures()} if args.retry_failed else set()
         marks = store.watermarks()
         history = [(Path(p), done, end) for p, end, done in store.history()
                    if done < end and _under(Path(p), roots)]
@@ -74,10 +76,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         store.close()
     history = [h for h in history if h[0].exists() and not worker.ignored(h[0])]
-    todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0)]
+    todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0) or str(f) in retry]
     print(f"{len(files)} transcripts under {', '.join(map(str, roots))}: "
           f"{len(history)} with history from before Lore's first run, {len(todo)} with an "
-          "unread tail")
+          "unread tail" + (" or a parked range" if retry else ""))
     if not history and not todo:
         print("nothing to ingest")
         return 0
