@@ -230,7 +230,7 @@ def _substantive(text: str) -> bool:
 
 def worth_extracting(turns: list[Turn]) -> bool:
     """False for a slice with nothing to remember, which is not sent at all: no request of
-    substance (tool traffic is gone already; greetings, thanks and go-aheads remain) and
+    substance (tool lines never count; greetings, thanks and go-aheads are not one) and
     no more than a few lines from the assistant."""
     if any(t.role == "user" and _substantive(t.text) for t in turns):
         return True

@@ -1,8 +1,7 @@
 """What extraction is shown of memory, and what a correction may replace.
 
-Each call's prompt lists the existing topic names closest to the slice, and extracted topics
-are matched back to them.
-Each call's prompt carries a digest of the existing facts most related to the slice, each
+Each call's prompt lists the existing topic names closest to the slice (extracted topics are
+matched back to them), and carries a digest of the existing facts most related to the slice, each
 with a short local id ([k1] ...), so the model can skip what is known, reuse its names and
 point a correction at the fact it replaces. A correction then supersedes that fact; without
 a usable id, only a strict match (a fact or detail under the same topic, nearly the same
