@@ -12,7 +12,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..core import relevance as rel
 from ..core.config import Settings
@@ -20,7 +19,7 @@ from ..core.errors import AnswerTruncated, BudgetExceeded, LLMError, LLMTransien
 from ..core.types import NewFragment
 from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
-from ..recall.memory import Clock, Memory, embedding_text
+from ..recall.memory import Clock, Memory
 from ..recall.storing import near_duplicate
 from ..store import HISTORY_KEY, Store
 from .batches import MAX_PROMPT_CHARS, context_before, read_batch
@@ -36,7 +35,7 @@ from .known import (
     topics_for,
 )
 from .linking import Planned as _Planned
-from .linking import planned_match, resolve_name, temporal_edges
+from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
 from .transcript import Delta, delta_time, project_key
 from .usefulness import Recall, apply_recall_use, recalls_in
@@ -287,13 +286,13 @@ class Ingestor:
                                        for p in planned) and (tkey is not None or tid):
                 plan(correction.new, None, 1, "medium", tkey, tid, correction.topic,
                      basis="inferred")
-        self._embed(planned)
+        embed_planned(self.embedder, planned)
         self._near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
             r.target for r in extraction.relationships]
-        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names
+        vectors = vectors_for(self.embedder, [c.new for c, old in corrections if old is not None] + names
                                 + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         now = self.clock()
@@ -366,27 +365,3 @@ class Ingestor:
                     if item.new.basis == "stated":
                         confirmed.append(same)
         memory.reinforce(list(dict.fromkeys(found.values())))
-
-    def _vectors(self, texts: list[str]) -> dict[str, Any]:
-        """One batch for all of them; empty when there is no model (embedded later)."""
-        unique = list(dict.fromkeys(texts))
-        if not unique or self.embedder is None or not getattr(self.embedder, "available", True):
-            return {}
-        try:
-            return dict(zip(unique, self.embedder.embed(unique)))
-        except Exception as exc:  # no vectors: those fragments are embedded later
-            log.warning("embedding failed: %s", exc)
-            return {}
-
-    def _embed(self, planned: list[_Planned]) -> None:
-        if not planned or self.embedder is None or not getattr(self.embedder, "available", True):
-            return
-        texts = [embedding_text(p.new.summary, p.new.content, p.parent_summary) for p in planned]
-        try:
-            vectors = self.embedder.embed(texts)
-        except Exception as exc:
-            log.warning("embedding failed, stored without vectors: %s", exc)
-            return
-        for item, vector in zip(planned, vectors):
-            item.vector = vector
-

@@ -1,15 +1,18 @@
-"""How the parts of one extraction find each other: the fragments it plans, the new one a
-correction or a relationship names, and the temporal chain of siblings."""
+"""How the parts of one extraction find each other: the fragments it plans and their vectors,
+the new one a correction or a relationship names, and the temporal chain of siblings."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.types import NewFragment, ScoredFragment
-from ..recall.memory import Memory
+from ..embedding.embedder import Embedder
+from ..recall.memory import Memory, embedding_text
 from ..store import Store
 
+log = logging.getLogger(__name__)
 RELATION_MATCH = 0.6
 
 
@@ -85,3 +88,32 @@ def temporal_edges(store: Store, planned: list[Planned], now: float) -> int:
             store.link(earlier, later, "temporal", 1.0, now)
             count += 1
     return count
+
+
+def _usable(embedder: Embedder | None) -> bool:
+    return embedder is not None and getattr(embedder, "available", True)
+
+
+def vectors_for(embedder: Embedder | None, texts: list[str]) -> dict[str, Any]:
+    """One batch for all of them; empty when there is no model (embedded later)."""
+    unique = list(dict.fromkeys(texts))
+    if not unique or embedder is None or not _usable(embedder):
+        return {}
+    try:
+        return dict(zip(unique, embedder.embed(unique)))
+    except Exception as exc:  # no vectors: those fragments are embedded later
+        log.warning("embedding failed: %s", exc)
+        return {}
+
+
+def embed_planned(embedder: Embedder | None, planned: list[Planned]) -> None:
+    if not planned or embedder is None or not _usable(embedder):
+        return
+    texts = [embedding_text(p.new.summary, p.new.content, p.parent_summary) for p in planned]
+    try:
+        vectors = embedder.embed(texts)
+    except Exception as exc:
+        log.warning("embedding failed, stored without vectors: %s", exc)
+        return
+    for item, vector in zip(planned, vectors):
+        item.vector = vector
