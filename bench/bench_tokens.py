@@ -77,7 +77,7 @@ def replay(source: Path, scratch: Path, ingestor: Ingestor, batch_size: int) -> 
                 ingestor.ingest(scratch)
                 store_mark = scratch.stat().st_size
     ingestor.ingest(scratch)  # SessionEnd
-    return len(read_delta(scratch, 0).turns)
+    return sum(1 for t in read_delta(scratch, 0).turns if t.role != "tool")  # tool lines: evidence
 
 
 def measure(topics: int, batch_size: int, embedder: LocalEmbedder) -> dict[str, Any]:

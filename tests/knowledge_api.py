@@ -15,10 +15,19 @@ def prompt_text(body: dict) -> str:
     return json.dumps(body.get("messages", []))
 
 
+def conversation_text(body: dict) -> str:
+    """The slice a request sends, without the known facts and the context around it."""
+    text = prompt_text(body)
+    if "<conversation>" not in text:
+        return text
+    return text[text.index("<conversation>"):text.rindex("</conversation>")]
+
+
 def extraction_for(text: str, tag: str = "") -> dict:
     facts: dict[str, list[dict]] = {}
     for topic, n, value in RULE.findall(text):
         fact = {"summary": f"{topic} rule {n} uses value {value}{tag}", "importance": "medium",
+                "basis": "stated",
                 "content": f"The team decided {topic} rule {n} uses value {value}."}
         if fact not in facts.setdefault(topic, []):
             facts[topic].append(fact)
@@ -47,7 +56,8 @@ class KnowledgeModel:
         if not body.get("tools"):
             return text_reply("ok")
         self.calls += 1
-        answer = extraction_for(prompt_text(body), f" #{self.calls}" if self.tag_requests else "")
+        # Like a model told so: the known facts and the context before the slice are not news.
+        answer = extraction_for(conversation_text(body), f" #{self.calls}" if self.tag_requests else "")
         for key, value in self.extra.items():
             answer[key] = value
         return tool_reply("record_knowledge", answer)

@@ -57,6 +57,7 @@ class FakeClaude:
                 prompt = json.dumps(body["messages"])
                 self.extractions.append(prompt)
                 facts = [{"summary": f"The billing deploy window is {when}", "importance": "high",
+                          "basis": "observed",  # what the old default was
                           "content": f"Agreed in conversation: deploys happen {when}."}
                          for when in dict.fromkeys(FACT.findall(prompt))]
                 topics = [{"name": "Billing deployment", "summary": "How billing ships",

@@ -152,7 +152,7 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
     from ..llm.usage import estimated_cost
     from .batches import MAX_PROMPT_CHARS, read_batch
     from .extract import worth_extracting
-    from .ingest import TOPICS_SENT
+    from .known import TOPICS_SENT
 
     result = Estimate(model=settings.claude_model)
     overhead = _overhead_tokens(topic_names[:TOPICS_SENT])  # at most as many as a call lists
@@ -164,7 +164,7 @@ def estimate(settings: Settings, parts: list[tuple[Path, int, int | None]],
                                      None if end is None else end - offset)
             if delta.missing or delta.truncated or delta.end_offset <= offset:
                 break
-            result.turns += len(delta.turns)
+            result.turns += sum(1 for t in delta.turns if t.role != "tool")
             files.add(path)
             if text and worth_extracting(delta.turns):
                 result.batches += 1

@@ -12,33 +12,40 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..core import relevance as rel
 from ..core.config import Settings
-from ..core.errors import BudgetExceeded, LLMError
+from ..core.errors import AnswerTruncated, BudgetExceeded, LLMError, LLMTransient
 from ..core.faults import crash_point  # test-only, free when unset
-from ..core.types import NewFragment, ScoredFragment
+from ..core.types import NewFragment
 from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
-from ..recall.memory import Clock, Memory, embedding_text
+from ..recall.memory import Clock, Memory
 from ..recall.storing import near_duplicate
 from ..safety.redact import redact
 from ..store import HISTORY_KEY, Store
-from .batches import MAX_PROMPT_CHARS, read_batch
+from .batches import MAX_PROMPT_CHARS, context_before, read_batch
 from .extract import Extraction, extract_knowledge, strongest_basis, worth_extracting
+from .known import (
+    Known,
+    correction_target,
+    flag_for_review,
+    journal_supersession,
+    known_facts,
+    match_topic,
+    may_supersede,
+    topics_for,
+)
+from .linking import Planned as _Planned
+from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
 from .transcript import Delta, delta_time, project_key
 from .usefulness import Recall, apply_recall_use, recalls_in
 
 log = logging.getLogger(__name__)
 SUBAGENT_DIR = "/subagents/"  # transcript.subagent_paths: <session>/subagents/agent-*.jsonl
-TOPICS_SENT = 30  # existing topic names listed in a prompt (see _topics_for)
-TOPICS_IF_UNRELATED = 10
-TOPIC_QUERY_CHARS = 2000  # the embedding model reads only the start of a long text anyway
-TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
-CORRECTION_MATCH = 0.55
-RELATION_MATCH = 0.6
+NO_DIGEST = Known()
+MIN_RETRY_BYTES = 2048  # a cut-off answer is asked again on half the slice, down to this
 
 
 @dataclass
@@ -52,17 +59,10 @@ class IngestReport:
     waiting: str | None = None  # why extraction must wait (a budget), when it must
     files: list[str] = field(default_factory=list)
 
-
-@dataclass
-class _Planned:
-    key: int
-    new: NewFragment
-    parent_key: int | None = None  # index of a planned parent ...
-    parent_id: str | None = None  # ... or the id of an existing one
-    parent_summary: str | None = None
-    fid: str | None = None
-    vector: Any = None
-    duplicate_of: str | None = None  # an existing fragment it repeats: not inserted
+    def add(self, counts: tuple[int, int, int]) -> None:
+        self.batches += 1
+        self.fragments, self.supersessions, self.links = (
+            self.fragments + counts[0], self.supersessions + counts[1], self.links + counts[2])
 
 
 class Ingestor:
@@ -97,21 +97,23 @@ class Ingestor:
               retry_parked: bool, ignore_backoff: bool, history_end: int | None) -> None:
         store = memory.writer
         key = str(path) if history_end is None else HISTORY_KEY + str(path)
+        if retry_parked:
+            store.unpark(key, self.clock())
+        if not self._retry_ranges(memory, path, key, session_id, report):
+            return
+        budget = self.settings.batch_bytes  # less while a cut-off answer is asked again
         while True:
-            failure = store.failure(key)
-            if failure and failure["parked"] and not retry_parked:
-                report.skipped = "parked"
-                return
+            offset = store.watermark(key)
+            failure = store.failure_at(key, offset)
             if failure and failure["next_retry"] > self.clock() and not (ignore_backoff or retry_parked):
                 report.skipped = "backing off"
                 return
-            offset = store.watermark(key)
             limit = None
             if history_end is not None:
                 if offset >= history_end:
                     return
                 limit = history_end - offset  # history ends on a line boundary
-            delta, text = read_batch(path, offset, self.settings.batch_bytes, limit)
+            delta, text = read_batch(path, offset, budget, limit)
             if delta.missing:
                 report.skipped = "missing"
                 return
@@ -121,7 +123,9 @@ class Ingestor:
             if delta.truncated:
                 # Transcripts are append-only, so a shorter file is a different file: read it anew.
                 log.warning("%s shrank below its watermark %d; reading it from the start", path, offset)
-                store.set_watermark(key, 0, self.clock())
+                with store.write():
+                    store.clear_failure(key)  # its ranges were of the other file
+                    store.set_watermark(key, 0, self.clock())
                 continue
             if delta.end_offset <= offset:
                 return  # no complete line yet
@@ -133,36 +137,102 @@ class Ingestor:
                     apply_recall_use(store, recalls, self.clock())
                     store.set_watermark(key, delta.end_offset, self.clock())
                 continue
-            if hasattr(self.llm, "project"):  # the token ledger's project column
-                self.llm.project = memory.project
             try:
-                extraction = extract_knowledge(self.llm, text[:MAX_PROMPT_CHARS],
-                                               self._topics_for(memory, delta, text))
-            except BudgetExceeded as exc:
-                # Refused before any request: not the batch's fault, so no failure is
-                # recorded; the watermark keeps the place until the budget allows more.
-                log.info("extraction of %s waits: %s", path, exc)
-                report.skipped = "budget"
-                report.waiting = str(exc)
+                extraction, digest = self._extract(memory, path, delta, text)
+            except AnswerTruncated as exc:
+                smaller = (delta.end_offset - offset) // 2
+                if smaller >= MIN_RETRY_BYTES and delta.lines > 1:
+                    log.info("%s @%d: %s; asking again with %d bytes", path, offset, exc, smaller)
+                    budget = smaller
+                    continue
+                if self._failed(store, key, path, delta, exc, report):
+                    continue
                 return
-            except LLMError as exc:
-                attempts = store.record_failure(
-                    key, offset, delta.end_offset, str(exc), self.clock(),
-                    self.settings.retry_backoff_secs, self.settings.park_after)
-                log.warning("extraction failed for %s @%d (attempt %d): %s", path, offset, attempts, exc)
-                report.failed = str(exc)
+            except LLMError as exc:  # BudgetExceeded and LLMTransient among them
+                if self._failed(store, key, path, delta, exc, report):
+                    continue  # parked: the slices after it go on
                 return
             crash_point("after-llm")
+            budget = self.settings.batch_bytes
             counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id,
-                                recalls)
-            report.batches += 1
-            report.fragments += counts[0]
-            report.supersessions += counts[1]
-            report.links += counts[2]
+                                recalls, digest)
+            report.add(counts)
+
+    def _extract(self, memory: Memory, path: Path, delta: Delta, text: str
+                 ) -> tuple[Extraction, Known]:
+        """One call: the slice, with the end of the one before it, the known facts most
+        related to it (with ids to correct), the project and the date."""
+        if hasattr(self.llm, "project"):  # the token ledger's project column
+            self.llm.project = memory.project
+        asked = " ".join(t.text for t in delta.turns if t.role == "user") or text
+        digest = known_facts(memory, asked)
+        day = time.strftime("%Y-%m-%d", time.gmtime(delta_time(delta, self.clock())))
+        extraction = extract_knowledge(
+            self.llm, text[:MAX_PROMPT_CHARS], topics_for(memory, delta, text),
+            known=digest.lines, context=context_before(path, delta.start_offset),
+            project=memory.project, date=day)
+        return extraction, digest
+
+    def _failed(self, store: Store, key: str, path: Path, delta: Delta, exc: LLMError,
+                report: IngestReport) -> bool:
+        """Records a failed batch, or a budget or transient wait; True when the batch was
+        parked and the watermark moved past it, so that the rest of the transcript goes on."""
+        report.failed = str(exc)
+        if isinstance(exc, BudgetExceeded | LLMTransient):
+            # Refused before any request, or the API's trouble, not the batch's: no attempt
+            # is counted; the watermark keeps the place until the LLM can answer again.
+            log.info("extraction of %s waits: %s", path, exc)
+            report.failed, report.waiting = None, str(exc)
+            report.skipped = "budget" if isinstance(exc, BudgetExceeded) else "transient"
+            if isinstance(exc, LLMTransient):
+                store.defer(key, delta.start_offset, delta.end_offset, str(exc), self.clock(),
+                            self.settings.retry_backoff_secs)
+            return False
+        attempts = store.record_failure(
+            key, delta.start_offset, delta.end_offset, str(exc), self.clock(),
+            self.settings.retry_backoff_secs, self.settings.park_after)
+        log.warning("extraction failed for %s @%d (attempt %d): %s", path, delta.start_offset,
+                    attempts, exc)
+        if attempts < self.settings.park_after:
+            return False
+        store.park_range(key, delta.start_offset, delta.end_offset, self.clock())
+        log.warning("parked %s bytes %d-%d; `lore retry-parked` tries it again", path,
+                    delta.start_offset, delta.end_offset)
+        return True
+
+    def _retry_ranges(self, memory: Memory, path: Path, key: str, session_id: str | None,
+                      report: IngestReport) -> bool:
+        """Parked ranges a person asked to retry (`lore retry-parked`, the viewer), before
+        the unread tail; False when the LLM must wait."""
+        store = memory.writer
+        for start, end in store.queued_ranges(key):
+            while start < end:
+                delta, text = read_batch(path, start, self.settings.batch_bytes, end - start)
+                if delta.missing or delta.truncated or delta.end_offset <= start:
+                    break
+                if text and worth_extracting(delta.turns):
+                    try:
+                        extraction, digest = self._extract(memory, path, delta, text)
+                    except LLMError as exc:
+                        if isinstance(exc, BudgetExceeded | LLMTransient):
+                            self._failed(store, key, path, delta, exc, report)
+                            return False
+                        store.repark(key, start, str(exc))
+                        report.failed = str(exc)
+                        break
+                    report.add(self.apply(memory, extraction, delta, key,
+                                          session_id or delta.session_id, (), digest, start))
+                else:
+                    store.shrink_range(key, start, delta.end_offset)
+                start = delta.end_offset
+        return True
 
     # -- turning an extraction into fragments -----------------------------------------
     def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
-              session_id: str | None, recalls: Sequence[Recall] = ()) -> tuple[int, int, int]:
+              session_id: str | None, recalls: Sequence[Recall] = (), digest: Known = NO_DIGEST,
+              range_start: int | None = None) -> tuple[int, int, int]:
+        """One extraction written in one transaction with its place: the watermark moves
+        past the slice, or with range_start (a parked range retried) that range shrinks."""
         store = memory.writer
         when = delta_time(delta, self.clock())
         meta = {"transcript": key.removeprefix(HISTORY_KEY),
@@ -187,7 +257,7 @@ class Ingestor:
         for topic in extraction.topics:
             about = " — ".join(x for x in (topic.summary, topic.content) if x)
             topic_basis = strongest_basis([f for c in topic.concepts for f in c.facts])
-            existing = self._match_topic(memory, topic.name, about)
+            existing = match_topic(memory, topic.name, about)
             if existing is None and topic_basis == "inferred":
                 log.info("not creating topic %r: it holds only inferences", topic.name)
                 continue  # a guess never becomes a topic by itself
@@ -213,14 +283,20 @@ class Ingestor:
                     for detail in fact.details:
                         plan(detail.summary, detail.content, 3, detail.importance, fkey, None,
                              fact.summary, basis=detail.basis)
-        corrections = [(c, self._find_old(memory, c.old)) for c in extraction.corrections]
-        self._embed(planned)
+        corrections = [(c, correction_target(memory, c, digest)) for c in extraction.corrections]
+        for correction, old in corrections:  # no target: the new fact is new knowledge
+            tkey, tid = topic_of.get(correction.topic.lower(), (None, None))
+            if old is None and not any(p.new.summary.lower() == correction.new.lower()
+                                       for p in planned) and (tkey is not None or tid):
+                plan(correction.new, None, 1, "medium", tkey, tid, correction.topic,
+                     basis="inferred")
+        embed_planned(self.embedder, planned)
         self._near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
             r.target for r in extraction.relationships]
-        vectors = self._vectors([c.new for c, old in corrections if old is not None] + names
+        vectors = vectors_for(self.embedder, [c.new for c, old in corrections if old is not None] + names
                                 + [f.what for f in extraction.failures])
         searched = {name: memory.search(name, limit=1).fragments for name in set(names)}
         corrected = {c.new: redact(c.new) for c, old in corrections if old is not None}
@@ -235,26 +311,32 @@ class Ingestor:
                 item.fid = store.insert(item.new, now, None if item.vector is None
                                         else to_blob(item.vector), parent)
                 crash_point("after-insert")
-            links += self._temporal_edges(store, planned, now)
+            links += temporal_edges(store, planned, now)
             for correction, old in corrections:
                 if old is None:
                     continue
                 vector = vectors.get(correction.new)
-                new_id = self._best_planned(planned, correction.new, old.depth, vector)
-                if new_id is None:
+                match = planned_match(planned, correction.new, old.depth, vector)
+                basis = (match.new.basis if match else None) or "inferred"
+                if match is None:
                     new_id = store.insert(
                         NewFragment(content=(text := corrected[correction.new]), summary=text,
                                     depth=old.depth, importance=old.importance,
                                     source_session=session_id, project=memory.project,
-                                    metadata=meta, created_at=when,
-                                    source="subagent" if subagent else "user", basis="stated"),
+                                    metadata=meta, created_at=when, basis=basis,
+                                    source="subagent" if subagent else "assistant"),
                         now, None if vector is None else to_blob(vector), old.parent_id)
                     planned.append(_Planned(len(planned), NewFragment("", "", 0), fid=new_id))
+                else:
+                    new_id = match.fid or ""
+                if not may_supersede(old, basis, subagent):
+                    flag_for_review(store, new_id, old, now)
+                    continue
                 store.supersede(old.id, new_id, now)
+                journal_supersession(store, old, new_id, correction.new, now, "extraction")
                 supersessions += 1
             for relation in extraction.relationships:
-                a, b = (self._resolve_name(memory, planned, name, vectors.get(name),
-                                           searched[name])
+                a, b = (resolve_name(memory, planned, name, vectors.get(name), searched[name])
                         for name in (relation.source, relation.target))
                 if a and b and a != b:
                     store.link(a, b, "associative", 0.6, now)
@@ -265,8 +347,11 @@ class Ingestor:
                 store.add_failure_records(failures)
             apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             crash_point("before-watermark")
-            store.set_watermark(key, delta.end_offset, now)
-            store.clear_failure(key)
+            if range_start is None:
+                store.set_watermark(key, delta.end_offset, now)
+                store.clear_failure_from(key, delta.start_offset)
+            else:
+                store.shrink_range(key, range_start, delta.end_offset)
         crash_point("after-commit")
         return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
 
@@ -288,116 +373,3 @@ class Ingestor:
                     if item.new.basis == "stated":
                         confirmed.append(same)
         memory.reinforce(list(dict.fromkeys(found.values())))
-
-    @staticmethod
-    def _topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
-        """The existing topic names the prompt lists: all of them when few, else the
-        TOPICS_SENT closest to what the user asked in this slice (by embedding). A topic left
-        out is still found when the answer names it (_match_topic)."""
-        names = memory.writer.topic_names(limit=TOPICS_SENT + 1)
-        if len(names) <= TOPICS_SENT or not memory.embedder_ready():
-            return names[:TOPICS_SENT]
-        asked = " ".join(t.text for t in delta.turns if t.role == "user")
-        found = memory.search((asked or text)[:TOPIC_QUERY_CHARS], limit=TOPICS_SENT, depth=0,
-                              mode="vector").fragments
-        # Nothing related at all: a few of the most relevant names keep the naming consistent.
-        return [s.fragment.summary for s in found] or names[:TOPICS_IF_UNRELATED]
-
-    def _match_topic(self, memory: Memory, name: str, about: str) -> str | None:
-        store = memory.writer
-        by_name = store.find_by_summary(name, depth=0)
-        if by_name:
-            return by_name
-        if not memory.embedder_ready():
-            return None
-        best = memory.search(f"{name}: {about}", limit=1, depth=0, mode="vector").fragments
-        if best and best[0].similarity >= TOPIC_MATCH:
-            return best[0].fragment.id
-        return None
-
-    def _find_old(self, memory: Memory, text: str):  # noqa: ANN202 - Fragment | None
-        """The fragment a correction revises: the best live match, if close enough."""
-        found = memory.search(text, limit=1).fragments
-        if not found:
-            return None
-        top = found[0]
-        if top.similarity >= CORRECTION_MATCH or (top.similarity == 0.0 and top.score > 0.5):
-            return top.fragment
-        return None
-
-    @staticmethod
-    def _best_planned(planned: list[_Planned], text: str, depth: int, vector: Any | None
-                      ) -> str | None:
-        best, best_sim = None, RELATION_MATCH
-        for item in planned:
-            if item.new.depth != depth or item.fid is None:
-                continue
-            if item.new.summary.strip().lower() == text.strip().lower():
-                return item.fid
-            if vector is not None and item.vector is not None:
-                sim = float(item.vector @ vector)
-                if sim > best_sim:
-                    best, best_sim = item.fid, sim
-        return best
-
-    def _resolve_name(self, memory: Memory, planned: list[_Planned], text: str,
-                      vector: Any | None, found: list[ScoredFragment]) -> str | None:
-        """The fragment a relationship names: a new or existing one by name, then the closest
-        new one, then `found`, the best existing match searched before the write began."""
-        lowered = text.strip().lower()
-        for item in planned:
-            if item.fid and item.new.summary.strip().lower() == lowered:
-                return item.fid
-        existing = memory.writer.find_by_summary(text)
-        if existing:
-            return existing
-        for depth in (1, 2, 0):
-            hit = self._best_planned(planned, text, depth, vector)
-            if hit:
-                return hit
-        if found and found[0].similarity >= RELATION_MATCH:
-            return found[0].fragment.id
-        return None
-
-    @staticmethod
-    def _temporal_edges(store: Store, planned: list[_Planned], now: float) -> int:
-        """Sequential siblings are chained in the order they came, and the first newcomer
-        under an existing parent follows that parent's latest earlier child."""
-        new_by_parent: dict[str, set[str]] = {}
-        for item in planned:
-            parent = item.parent_id if item.parent_key is None else planned[item.parent_key].fid
-            if parent and item.fid and item.new.depth > 0:
-                new_by_parent.setdefault(parent, set()).add(item.fid)
-        count = 0
-        for parent, newcomers in new_by_parent.items():
-            siblings = store.child_ids(parent)  # oldest first
-            first = min(siblings.index(f) for f in newcomers if f in siblings)
-            chain = siblings[max(first - 1, 0):]
-            for earlier, later in zip(chain, chain[1:]):
-                store.link(earlier, later, "temporal", 1.0, now)
-                count += 1
-        return count
-
-    def _vectors(self, texts: list[str]) -> dict[str, Any]:
-        """One batch for all of them; empty when there is no model (embedded later)."""
-        unique = list(dict.fromkeys(texts))
-        if not unique or self.embedder is None or not getattr(self.embedder, "available", True):
-            return {}
-        try:
-            return dict(zip(unique, self.embedder.embed(unique)))
-        except Exception as exc:  # no vectors: those fragments are embedded later
-            log.warning("embedding failed: %s", exc)
-            return {}
-
-    def _embed(self, planned: list[_Planned]) -> None:
-        if not planned or self.embedder is None or not getattr(self.embedder, "available", True):
-            return
-        texts = [embedding_text(p.new.summary, p.new.content, p.parent_summary) for p in planned]
-        try:
-            vectors = self.embedder.embed(texts)
-        except Exception as exc:
-            log.warning("embedding failed, stored without vectors: %s", exc)
-            return
-        for item, vector in zip(planned, vectors):
-            item.vector = vector
-

@@ -6,7 +6,8 @@ Facts this module relies on (see design.md section 2 and the fixtures):
 - Text holds U+2028, so lines are split on b"\\n" only, never with str.splitlines().
 - One assistant message may be written over several lines that share message.id.
 - Most user lines are not the human: tool results, isMeta expansions of slash commands,
-  the /compact summary, local-command output. Only the human's words are kept.
+  the /compact summary, local-command output. Only the human's words are kept as "user"
+  turns; tool calls and their results become short "tool" turns (tools.py), the evidence.
 Which lines are requests, and how kept text is cleaned, lives in lines.py (shared with the
 Stop hook's cheap count).
 """
@@ -30,6 +31,7 @@ from .lines import (
     clean_text,
     count_turns_fast,
 )
+from .tools import result_line, tool_calls, tool_results
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
@@ -104,17 +106,36 @@ class _TurnBuilder:
     def __init__(self) -> None:
         self._turns: list[dict[str, Any]] = []
         self._by_message_id: dict[str, dict[str, Any]] = {}
-        self._seen_uuids: set[str] = set()
+        self._seen_uuids: set[object] = set()
+        self._calls: dict[str, dict[str, Any]] = {}  # tool_use id -> its turn, until answered
 
-    def add(self, obj: dict[str, Any], role: str, text: str, message_id: str | None) -> None:
+    def called(self, obj: dict[str, Any], content: Any) -> None:
+        """A tool turn per call, where it was made: a slice that ends before the result still
+        shows it, and reading line by line gives the turns one read gives."""
+        for use_id, call in tool_calls(content):
+            self._calls[use_id] = self.add(obj, "tool", call, None) or {}
+
+    def answered(self, obj: dict[str, Any], content: Any) -> None:
+        for use_id, failure in tool_results(content):
+            if failure is None:
+                continue  # a success: its output is left out (tools.py)
+            turn = self._calls.pop(use_id, None)
+            if turn:
+                turn["parts"][-1] = result_line(turn["parts"][-1], failure)
+            else:  # its call was in an earlier slice
+                self.add(obj, "tool", result_line("an earlier call", failure), None)
+
+    def add(self, obj: dict[str, Any], role: str, text: str, message_id: str | None
+            ) -> dict[str, Any] | None:
         uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None
         if uuid is not None:
-            if uuid in self._seen_uuids:
-                return  # the same line written twice must not become two turns
-            self._seen_uuids.add(uuid)
+            seen = (uuid, role, text) if role == "tool" else uuid  # a line may hold several calls
+            if seen in self._seen_uuids:
+                return None  # the same line written twice must not become two turns
+            self._seen_uuids.add(seen)
         if message_id is not None and message_id in self._by_message_id:
             self._by_message_id[message_id]["parts"].append(text)
-            return
+            return None
         timestamp = obj.get("timestamp")
         turn = {"role": role, "parts": [text], "uuid": uuid}
         turn["timestamp"] = timestamp if isinstance(timestamp, str) else None
@@ -122,6 +143,7 @@ class _TurnBuilder:
         self._turns.append(turn)
         if message_id is not None:
             self._by_message_id[message_id] = turn
+        return turn
 
     def build(self) -> list[Turn]:
         return [
@@ -136,9 +158,13 @@ def _keep_line(builder: _TurnBuilder, obj: dict[str, Any]) -> None:
         text = _user_request_text(obj)
         if text is not None:
             builder.add(obj, "user", text, None)
+        elif isinstance(obj.get("message"), dict):
+            builder.answered(obj, obj["message"].get("content"))
     elif line_type == "assistant":
         message = obj.get("message")
         if isinstance(message, dict):
+            if message.get("model") != "<synthetic>":
+                builder.called(obj, message.get("content"))
             text = _assistant_text(obj, message)
             if text is not None:
                 message_id = message.get("id")
@@ -223,6 +249,8 @@ def subagent_paths(transcript_path: str | os.PathLike[str]) -> list[Path]:
 
 def _label(turn: Turn) -> str:
     # A subagent's "user" is the main agent briefing it, not the human: say so to the LLM.
+    if turn.role == "tool":
+        return "Tool"
     if turn.is_sidechain:
         return "Subagent task" if turn.role == "user" else "Subagent"
     return "User" if turn.role == "user" else "Assistant"

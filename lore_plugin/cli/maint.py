@@ -67,6 +67,8 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if args.retry_failed:
             count = store.unpark_all(time.time())
             print(f"retrying {count} failed or parked batch(es)")
+        # Parked ranges lie behind the watermark: their transcripts have no unread tail.
+        retry = {f["file_path"] for f in store.failures()} if args.retry_failed else set()
         marks = store.watermarks()
         history = [(Path(p), done, end) for p, end, done in store.history()
                    if done < end and _under(Path(p), roots)]
@@ -74,10 +76,10 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         store.close()
     history = [h for h in history if h[0].exists() and not worker.ignored(h[0])]
-    todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0)]
+    todo = [f for f in files if f.stat().st_size > marks.get(str(f), 0) or str(f) in retry]
     print(f"{len(files)} transcripts under {', '.join(map(str, roots))}: "
           f"{len(history)} with history from before Lore's first run, {len(todo)} with an "
-          "unread tail")
+          "unread tail" + (" or a parked range" if retry else ""))
     if not history and not todo:
         print("nothing to ingest")
         return 0
@@ -110,6 +112,74 @@ def cmd_ingest(args: argparse.Namespace, settings: Settings) -> int:
           f"{totals['supersessions']} corrections; {totals['failed']} transcript(s) failed"
           + (" (see `lore status`)" if totals["failed"] else ""))
     return 1 if totals["failed"] else 0
+
+
+def cmd_retry_parked(args: argparse.Namespace, settings: Settings) -> int:
+    """Extracts the parked byte ranges again (the watermark moved past them when they were
+    parked, so each is read on its own), transcript by transcript."""
+    from ..store import HISTORY_KEY, Store
+    from ..worker.run import Worker
+
+    store = Store(settings.db_path)
+    try:
+        parked = store.failures(parked_only=True)
+    finally:
+        store.close()
+    if not parked:
+        print("no parked batches")
+        return 0
+    for row in parked:
+        print(f"  {row['file_path']} bytes {row['start_offset']}-{row['end_offset']}: "
+              f"{row['last_error'][:100]}")
+    worker = Worker(settings)
+    totals = {"batches": 0, "fragments": 0, "failed": 0}
+    try:
+        for key in dict.fromkeys(r["file_path"] for r in parked):
+            path = Path(key.removeprefix(HISTORY_KEY))
+            if key.startswith(HISTORY_KEY):  # ranges of the history are retried under its key
+                store = Store(settings.db_path)
+                try:
+                    store.unpark(key, time.time())
+                    end = max((e for p, e, _ in store.history() if p == str(path)), default=0)
+                finally:
+                    store.close()
+                result = worker.ingest_history(path, end)
+            else:
+                result = worker.ingest(path, retry_parked=True, ignore_backoff=True)
+            for name in totals:
+                totals[name] += result[name]
+    finally:
+        worker.close()
+    print(f"retried {len(parked)} parked range(s): {totals['batches']} batches, "
+          f"{totals['fragments']} fragments; {totals['failed']} transcript(s) failed again"
+          + (" (see `lore status`)" if totals["failed"] else ""))
+    return 1 if totals["failed"] else 0
+
+
+def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    """Without an id, the journal of changes (a person's, and every supersession made by
+    extraction or consolidation); with one, undoes that change."""
+    from datetime import datetime
+
+    from ..maintenance.curation import Curator
+    from .opening import open_memory
+
+    memory = open_memory(settings)
+    try:
+        curator = Curator(memory)
+        if args.entry is not None:
+            print(curator.undo(args.entry))
+            return 0
+        entries = curator.history(args.limit)
+        if not entries:
+            print("no changes in the journal")
+        for e in entries:
+            when = datetime.fromtimestamp(e.at).strftime("%Y-%m-%d %H:%M")
+            state = "undo with `lore undo " + str(e.id) + "`" if e.undoable else e.why_not
+            print(f"{e.id:>5}  {when}  {e.label}  ({state})")
+        return 0
+    finally:
+        memory.close()
 
 
 def cmd_pause(args: argparse.Namespace, settings: Settings) -> int:
@@ -219,6 +289,10 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p.add_argument("paths", nargs="*", type=Path)
     p.add_argument("--retry-failed", action="store_true", help="retry parked batches too")
     p.add_argument("--yes", action="store_true", help="skip the question after the estimate")
+    sub.add_parser("retry-parked", help="extract the parked transcript ranges again")
+    p = sub.add_parser("undo", help="list the journal of changes, or undo one by its number")
+    p.add_argument("entry", type=int, nargs="?")
+    p.add_argument("--limit", type=int, default=30)
     sub.add_parser("pause", help="stop reading transcripts and calling the LLM")
     sub.add_parser("resume", help="undo `lore pause`")
     p = sub.add_parser("doctor", help="check the database and repair with --fix")
@@ -234,5 +308,6 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p.add_argument("id")
     p.add_argument("--cascade", action="store_true")
     sub.add_parser("prepare", help="build the local embedding model now (installing does it)")
-    commands.update(ingest=cmd_ingest, pause=cmd_pause, resume=cmd_resume, doctor=cmd_doctor,
+    commands.update(ingest=cmd_ingest, pause=cmd_pause, undo=cmd_undo,
+                    **{"retry-parked": cmd_retry_parked}, resume=cmd_resume, doctor=cmd_doctor,
                     export=cmd_export, forget=cmd_forget, prepare=cmd_prepare, **{"import": cmd_import})

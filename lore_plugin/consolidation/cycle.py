@@ -153,6 +153,16 @@ def _similar_pairs(vectors: np.ndarray, threshold: float) -> list[tuple[float, i
     return pairs
 
 
+def _merge_undo(store: Store, victim: str, survivor: str) -> dict[str, Any]:
+    """What the viewer's merge journals (maintenance/curation.py), read before the merge, so
+    that `lore undo` and the viewer can undo a merge consolidation made."""
+    children = store.child_ids(victim, include_superseded=True)
+    return {"victim": victim, "survivor": survivor, "children": children,
+            "victim_links": store.associative_of(victim),
+            "survivor_links": store.associative_of(survivor),
+            "mentions": [victim, survivor, *children], "by": "consolidation"}
+
+
 def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], dict[str, str]]:
     """Returns the link pairs (surviving topics) and victim -> survivor."""
     import numpy as np
@@ -201,7 +211,13 @@ def phase_topics(run: Run, table: Table) -> tuple[list[tuple[str, str, float]], 
             children = len(run.store.child_ids(ids[victim], include_superseded=True))
         else:
             leaving = run.store.child_ids(ids[victim])
-            done = run.store.merge_topic(ids[victim], ids[survivor], run.now)
+            with run.store.write():  # the merge and its journal entry (undoable) together
+                undo = _merge_undo(run.store, ids[victim], ids[survivor])
+                done = run.store.merge_topic(ids[victim], ids[survivor], run.now)
+                if done is not None:
+                    run.store.journal_add(
+                        "merge", ids[survivor], f"consolidation merged “{clip(names[victim], 40)}"
+                        f"” into “{clip(names[survivor], 40)}”", undo, run.now)
             if done is None:
                 continue  # changed by another process meanwhile: the next cycle decides
             children = done

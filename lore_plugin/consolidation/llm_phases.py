@@ -27,6 +27,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from ..capture.extract import escape_data
+from ..capture.known import flag_for_review, journal_supersession, may_supersede
 from ..core.errors import BudgetExceeded, LLMError
 from ..core.types import RESUMMARISED_AT, Fragment
 from ..embedding.embedder import Embedder, to_blob
@@ -42,6 +43,7 @@ MAX_CALLS = 10  # per phase and run: a big backlog drains over several cycles
 FAILURES_IN_A_ROW = 2  # one bad batch is skipped; two in a row means the LLM is down
 TOPICS_PER_CALL = 8
 GROUPS_PER_CALL = 6
+PAIRS_PER_CALL = 12  # an answer's pairs beyond this are ignored: a runaway answer stays small
 PROMPT_CHARS = 24_000  # a batch closes early rather than send a huge prompt
 CHILDREN_SHOWN = 30  # per topic
 SIBLINGS_SHOWN = 40  # per group, the newest
@@ -73,10 +75,13 @@ RESUMMARISE_TOOL: dict[str, Any] = {
 }
 CONTRADICTION_SYSTEM = (
     "You check a long-term memory for contradictions. Each group lists sibling facts about one "
-    "concept, oldest first, each with a local id and the date it was learned. Report every "
-    "pair of facts in the same group that cannot both be true now: a later fact corrects, "
-    "reverses or replaces an earlier one (a changed version, value, decision or owner). Facts "
-    "that add detail, differ in scope or are about different things do not contradict. Call "
+    "concept, oldest first, each with a local id, the date it was learned, its basis (stated: "
+    "the user said it; observed: seen in a session; inferred: a guess) and its source. Report "
+    "every pair of facts in the same group that cannot both be true now: one corrects, "
+    "reverses or replaces the other (a changed version, value, decision or owner). For each "
+    "pair, name in `current` the id of the one that holds now: usually the later, but not a "
+    "guess over what the user stated. Facts that add detail, differ in scope or are about "
+    f"different things do not contradict. At most {PAIRS_PER_CALL} pairs. Call "
     "report_contradictions once; an empty list is the right answer when nothing conflicts. "
     + DATA_CLAUSE)
 CONTRADICTION_TOOL: dict[str, Any] = {
@@ -88,8 +93,10 @@ CONTRADICTION_TOOL: dict[str, Any] = {
             "type": "object",
             "properties": {"a": {"type": "string", "description": "local id, e.g. f3"},
                            "b": {"type": "string", "description": "local id, e.g. f7"},
+                           "current": {"type": "string", "description": "a or b's id: the "
+                                       "one true now"},
                            "reason": {"type": "string", "description": "a few words"}},
-            "required": ["a", "b"]}}},
+            "required": ["a", "b", "current"]}}},
         "required": ["contradictions"],
     },
 }
@@ -107,6 +114,7 @@ class _Descriptions(BaseModel):
 class _Pair(BaseModel):
     a: str
     b: str
+    current: str
     reason: str = ""
 
 
@@ -313,7 +321,10 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                 key = f"f{len(local) + 1}"
                 local[key] = (gid, frag)
                 body = "" if frag.content == frag.summary else f" — {clip(frag.content, CLIP)}"
-                lines.append(f"{key} ({_day(frag.created_at)}): {clip(frag.summary, 200)}{body}")
+                said = f"{frag.basis or 'unknown'}, from {frag.source or 'unknown'}" + (
+                    ", confirmed" if frag.confirmed_at is not None else "")
+                lines.append(f"{key} ({_day(frag.created_at)}; {said}): "
+                             f"{clip(frag.summary, 200)}{body}")
             blocks.append("\n".join(lines))
         return "\n\n".join(blocks), local
 
@@ -341,15 +352,23 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
             log.warning("contradiction answer rejected: %s", exc)
             continue
         with store.write():
-            for pair in parsed.contradictions:
+            for pair in parsed.contradictions[:PAIRS_PER_CALL]:
                 a, b = local.get(pair.a.strip()), local.get(pair.b.strip())
                 if a is None or b is None or a[0] != b[0] or a[1].id == b[1].id:
                     continue  # unknown ids, or not siblings: ignore that pair
-                old, new = sorted((a[1], b[1]), key=lambda f: (f.created_at, f.id))
+                current = pair.current.strip()
+                if current not in (pair.a.strip(), pair.b.strip()):
+                    continue  # the model did not say which holds: nothing is guessed
+                new, old = (a[1], b[1]) if current == pair.a.strip() else (b[1], a[1])
                 live = store.get_many([old.id, new.id])
-                if len(live) < 2 or live[old.id].superseded_by:
+                if len(live) < 2 or live[old.id].superseded_by or live[new.id].superseded_by:
+                    continue
+                if not may_supersede(live[old.id], live[new.id].basis or "inferred",
+                                     live[new.id].source == "subagent"):
+                    flag_for_review(store, new.id, live[old.id], now)
                     continue
                 store.supersede(old.id, new.id, now)
+                journal_supersession(store, old, new.id, new.summary, now, "consolidation")
                 outcome.done += 1
                 if len(outcome.items) < 50:
                     reason = f" ({clip(pair.reason, 80)})" if pair.reason.strip() else ""

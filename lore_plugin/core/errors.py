@@ -35,3 +35,13 @@ class LLMError(LoreError):
 
 class BudgetExceeded(LLMError):
     """The hourly request cap was reached; try again later."""
+
+
+class LLMTransient(LLMError):
+    """Rate limited, overloaded, timed out or unreachable, still after retries: nothing was
+    wrong with the request, so the batch is not to blame (never counted toward parking)."""
+
+
+class AnswerTruncated(LLMError):
+    """The answer was cut off at max_tokens: the same prompt would be cut again, so the
+    caller asks again with less (a smaller slice)."""

@@ -107,7 +107,7 @@ class TopicSummary:
 class Turn:
     """One kept conversational turn from a transcript."""
 
-    role: Literal["user", "assistant"]
+    role: Literal["user", "assistant", "tool"]  # tool: a call and its outcome (capture/tools.py)
     text: str
     timestamp: str | None = None  # ISO 8601 as written by Claude Code
     uuid: str | None = None

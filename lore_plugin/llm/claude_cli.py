@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.errors import LLMError
+from ..core.errors import LLMError, LLMTransient
 from .usage import Usage, usage_from
 
 DISABLE_MARKER = "LORE_DISABLE"  # set in the nested `claude -p`: every Lore hook returns at once
@@ -85,7 +85,7 @@ class ClaudeCliLLM:
             # A grandchild that left the process group may still hold the pipes: don't wait on it.
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.communicate(timeout=5)
-            raise LLMError(f"claude -p timed out after {self.timeout:.0f}s") from None
+            raise LLMTransient(f"claude -p timed out after {self.timeout:.0f}s") from None
         result = cli_result(
             out.decode("utf-8", "replace"), proc.returncode, err.decode("utf-8", "replace")
         )

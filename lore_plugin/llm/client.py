@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 import logging
 import os
 import random
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.config import Settings
-from ..core.errors import LLMError, LLMUnavailable
+from ..core.errors import AnswerTruncated, LLMError, LLMTransient, LLMUnavailable
 from ..core.private import private_dir
 from .budget import BudgetGuard, GuardedLLM
 from .claude_cli import ClaudeCliLLM, Tool
@@ -32,6 +33,18 @@ __all__ = ["LLM", "AnthropicLLM", "BudgetGuard", "FakeLLM", "GuardedLLM",
 
 log = logging.getLogger(__name__)
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
+# No temperature is sent: the API version this SDK speaks (2026-10-21) removed the sampling
+# parameters and answers 400 to any of them. Consistent naming comes from the prompt instead
+# (known facts and topic names to reuse verbatim).
+# Writing the answer takes time in proportion to its length: the configured timeout is for an
+# answer of up to TIMEOUT_TOKENS, and grows with the output asked for beyond that, so a long
+# answer is not cut off half-written (and paid for) as often as a short one.
+TIMEOUT_TOKENS = 4096
+CHARS_PER_TOKEN = 3.5
+# The shortest prefix the API caches, by model family (Anthropic's prompt-caching docs); an
+# unknown model gets the largest, so a breakpoint is never sent where it cannot count.
+CACHE_MIN_TOKENS = {"claude-haiku-4": 4096, "claude-opus-4-5": 4096, "claude-3-5-haiku": 2048,
+                    "claude-3-haiku": 2048, "claude-sonnet": 1024, "claude-opus-4": 1024}
 
 
 class LLM(Protocol):
@@ -47,6 +60,23 @@ class LLM(Protocol):
 
 def _retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
+
+
+def cache_min_tokens(model: str) -> int:
+    for prefix, tokens in CACHE_MIN_TOKENS.items():
+        if model.startswith(prefix):
+            return tokens
+    return max(CACHE_MIN_TOKENS.values())
+
+
+def system_blocks(model: str, system: str, tool: Tool) -> str | list[dict[str, Any]]:
+    """The system prompt, with a prompt-caching breakpoint after it when the fixed part of
+    every call (the tool's schema, then the system prompt) is long enough for the model to
+    cache; the data block that follows differs from call to call."""
+    fixed = (len(system) + len(json.dumps(tool))) / CHARS_PER_TOKEN
+    if fixed < cache_min_tokens(model):
+        return system
+    return [{"type": "text", "text": system, "cache_control": {"type": "ephemeral"}}]
 
 
 class AnthropicLLM:
@@ -98,10 +128,11 @@ class AnthropicLLM:
                 message = client.messages.create(
                     model=self.model,
                     max_tokens=max_tokens,
-                    system=system,
+                    system=system_blocks(self.model, system, tool),
                     messages=[{"role": "user", "content": prompt}],
                     tools=[tool],
                     tool_choice={"type": "tool", "name": tool["name"]},
+                    timeout=self.timeout * max(1.0, max_tokens / TIMEOUT_TOKENS),
                 )
                 # Recorded before the answer is judged: a truncated answer was paid for too.
                 self.last_usage = usage_from(getattr(message, "usage", None))
@@ -120,7 +151,8 @@ class AnthropicLLM:
                 raise LLMError(f"anthropic SDK error: {exc}") from None
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, retry_after))
-        raise LLMError(f"{failure} (after {self.max_retries + 1} attempts)")
+        # Rate limits, overload, timeouts, lost connections: the request was fine.
+        raise LLMTransient(f"{failure} (after {self.max_retries + 1} attempts)")
 
 
 def _api_message(exc: Any) -> str:
@@ -133,7 +165,7 @@ def _api_message(exc: Any) -> str:
 def _tool_input(message: Any, name: str) -> dict[str, Any]:
     if getattr(message, "stop_reason", None) == "max_tokens":
         # The tool input was cut off mid-JSON: better no answer than half a hierarchy.
-        raise LLMError(f"the model's {name} answer was truncated at max_tokens")
+        raise AnswerTruncated(f"the model's {name} answer was truncated at max_tokens")
     for block in message.content:
         if block.type == "tool_use" and block.name == name:
             if not isinstance(block.input, dict):

@@ -175,18 +175,24 @@ class Curator:
         return self.store.get(frag.id)
 
     # -- the journal --------------------------------------------------------------------------
-    def _consolidated(self) -> float | None:
-        last = self.store.get_meta("last_consolidation")
-        return float(last) if last else None
+    def _consolidated(self) -> tuple[float, float] | None:
+        """(when the last consolidation started, when it finished)."""
+        last = self.store.last_consolidation()
+        return (last["started_at"], last["finished_at"] or last["started_at"]) if last else None
 
     def history(self, limit: int = 50) -> list[Entry]:
-        cutoff = self._consolidated()
-        if cutoff is not None:
-            self.store.journal_drop_undo(before=cutoff)
+        run = self._consolidated()
+        if run is not None:  # what that run did (stamped with its start) stays undoable
+            self.store.journal_drop_undo(before=run[0] - 0.001)  # until the next one
         out = []
         for e in self.store.journal(limit):
+            # A supersession keeps only two ids, and undoing it checks that it still stands:
+            # no consolidation since can make that unsafe, and consolidation makes them too.
+            own = run is not None and e["at"] >= run[0] and e["undo"].get("by") == "consolidation"
+            since = (run is not None and e["at"] <= run[1] and e["action"] != "supersede"
+                     and not own)
             why = ("undone" if e["undone_at"] else FORGET_NOTE if e["action"] == "forget"
-                   else "a consolidation ran since" if cutoff is not None and e["at"] <= cutoff
+                   else "a consolidation ran since" if since
                    else "its details are gone" if not e["undo"] else "")
             out.append(Entry(e["id"], e["at"], e["action"], e["fragment_id"], e["label"],
                              e["undone_at"], not why, why))
@@ -250,6 +256,12 @@ class Curator:
         self._give_back(do["children"], do["survivor"], do["victim"], now)
         store.set_associative(do["survivor"], do["survivor_links"], now)
         store.set_associative(do["victim"], do["victim_links"], now)
+
+    def _undo_supersede(self, fid: str, do: dict, now: float) -> None:
+        """Extraction or consolidation replaced a fact: the old one is live again, the new
+        one stays (it may hold knowledge of its own; forget it if it is wrong)."""
+        if not self.store.unsupersede(do["old"], do["new"]):
+            raise InvalidInput("that fact was changed since; it cannot be undone")
 
     def _undo_confirm(self, fid: str, do: dict, now: float) -> None:
         self.store.unconfirm(fid, do["confirmed_at"])

@@ -52,7 +52,7 @@ def problems(settings: Settings, store: Store | None = None) -> list[str]:
         else:
             if parked:
                 found.append(f"{parked} transcript batch(es) parked after repeated failures; "
-                             "run `lore ingest --retry-failed`")
+                             "run `lore retry-parked`")
             if spent:
                 found.append(spent)
     return found
@@ -105,9 +105,13 @@ def status_lines(settings: Settings) -> list[str]:
                          f"batch(es), {len(parked)} parked")
             lines += _history_lines(store)
             lines += usage_lines(settings, store, time.time())
-            for f in parked[:5]:
-                lines.append(f"           parked: {f['file_path']} @{f['start_offset']} "
-                             f"({f['attempts']} attempts): {f['last_error'][:120]}")
+            for f in parked[:5]:  # the watermark moved past each; `lore retry-parked` retries
+                lines.append(f"           parked: {f['file_path']} bytes {f['start_offset']}-"
+                             f"{f['end_offset']} ({f['attempts']} attempts): "
+                             f"{f['last_error'][:120]}")
+            if parked:
+                more = f"and {len(parked) - 5} more; " if len(parked) > 5 else ""
+                lines.append(f"           {more}`lore retry-parked` tries them again")
             last = store.last_consolidation()
             if last:
                 ago = (time.time() - last["finished_at"]) / 60

@@ -1,5 +1,10 @@
 """Ingestion and consolidation bookkeeping: transcript watermarks, failed batches with their
-backoff, the meta table, and the record of consolidation runs."""
+backoff, the meta table, and the record of consolidation runs.
+
+A row of ingest_failures is one byte range of a transcript. At the watermark and not parked,
+it is the batch being retried with backoff. Parked, it lies behind the watermark (which moved
+past it, so the rest of the transcript goes on) until someone asks for a retry; unparked
+behind the watermark, it waits for the next ingestion of its transcript to retry it."""
 
 from __future__ import annotations
 
@@ -63,6 +68,67 @@ class Bookkeeping(Connection):
                 "next_retry", "parked")
         return [dict(zip(cols, r)) for r in self.conn.execute(
             f"SELECT {', '.join(cols)} FROM ingest_failures {where} ORDER BY first_failed")]
+
+    def failure_at(self, file_path: str, start: int) -> dict[str, Any] | None:
+        """The unparked failure of the batch that starts at `start`, if any."""
+        row = self.conn.execute(
+            "SELECT attempts, next_retry, last_error FROM ingest_failures WHERE file_path = ? "
+            "AND start_offset = ? AND parked = 0", (file_path, start)).fetchone()
+        return None if row is None else dict(zip(("attempts", "next_retry", "last_error"), row))
+
+    def defer(self, file_path: str, start: int, end: int, error: str, now: float,
+              delay: float) -> None:
+        """A transient failure (rate limit, overload, timeout): wait, without an attempt."""
+        with self.write():
+            self.conn.execute(
+                "INSERT INTO ingest_failures (file_path, start_offset, end_offset, attempts, "
+                "last_error, first_failed, next_retry) VALUES (?, ?, ?, 0, ?, ?, ?) "
+                "ON CONFLICT(file_path, start_offset) DO UPDATE SET last_error = "
+                "excluded.last_error, next_retry = excluded.next_retry",
+                (file_path, start, end, error[:2000], now, now + delay))
+
+    def park_range(self, file_path: str, start: int, end: int, now: float) -> None:
+        """The batch [start, end) is set aside and the watermark moves past it, at once."""
+        with self.write():
+            self.conn.execute(
+                "UPDATE ingest_failures SET parked = 1, end_offset = ? WHERE file_path = ? "
+                "AND start_offset = ?", (end, file_path, start))
+            self.set_watermark(file_path, end, now)
+
+    def queued_ranges(self, file_path: str) -> list[tuple[int, int]]:
+        """Ranges behind the watermark that were unparked for a retry, in file order."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT start_offset, end_offset FROM ingest_failures WHERE file_path = ? AND "
+            "parked = 0 AND start_offset < (SELECT coalesce(max(byte_offset), 0) FROM "
+            "watermarks WHERE file_path = ?) ORDER BY start_offset", (file_path, file_path))]
+
+    def shrink_range(self, file_path: str, start: int, done_to: int) -> None:
+        """The part of a range up to `done_to` is done: the rest stays, or the row goes."""
+        with self.write():
+            self.conn.execute("DELETE FROM ingest_failures WHERE file_path = ? AND "
+                              "start_offset = ? AND end_offset <= ?", (file_path, start, done_to))
+            self.conn.execute("UPDATE OR REPLACE ingest_failures SET start_offset = ? WHERE "
+                              "file_path = ? AND start_offset = ?", (done_to, file_path, start))
+
+    def repark(self, file_path: str, start: int, error: str) -> None:
+        with self.write():
+            self.conn.execute(
+                "UPDATE ingest_failures SET parked = 1, attempts = attempts + 1, last_error = ? "
+                "WHERE file_path = ? AND start_offset = ?", (error[:2000], file_path, start))
+
+    def unpark(self, file_path: str, now: float) -> int:
+        with self.write():
+            self.conn.execute("UPDATE ingest_failures SET parked = 0, attempts = 0, "
+                              "next_retry = ? WHERE file_path = ? AND parked = 1",
+                              (now, file_path))
+            return self.conn.changes()
+
+    def clear_failure_from(self, file_path: str, start: int) -> None:
+        """A batch from `start` succeeded: its failure row goes; parked or queued ranges
+        (always behind it) stay."""
+        with self.write():
+            self.conn.execute("DELETE FROM ingest_failures WHERE file_path = ? AND "
+                              "start_offset >= ? AND parked = 0", (file_path, start))
 
     def clear_failure(self, file_path: str) -> None:
         with self.write():

@@ -145,8 +145,9 @@ class Curation(Fragments):
         forgetting must not leave a copy of their text here."""
         with self.write():
             if before is not None:
+                # A supersession's undo holds two ids and no text: it outlives a consolidation.
                 self.conn.execute("UPDATE curation_journal SET undo = '{}' WHERE at <= ? "
-                                  "AND undo != '{}'", (before,))
+                                  "AND undo != '{}' AND action != 'supersede'", (before,))
             for chunk in range(0, len(fragment_ids), 400):
                 part = list(fragment_ids[chunk:chunk + 400])
                 marks = ",".join("?" * len(part))

@@ -17,6 +17,12 @@ from tests.secrets_corpus import SECRET_VALUES, SECRETS
 from tests.transcripts import TranscriptWriter
 
 
+def conversation(body: dict) -> str:
+    """The slice a request sends, without the context and the digests around it."""
+    text = body["messages"][0]["content"]
+    return text[text.index("<conversation>"):text.index("</conversation>")]
+
+
 def facts(settings: Settings) -> list[str]:
     store = Store(settings.db_path)
     try:
@@ -67,10 +73,10 @@ def test_a_resumed_session_and_a_compact_ingest_only_what_is_new(tmp_path, setti
     writer.user("After compacting: billing rule 50 uses value 350.")
     writer.assistant("Recorded billing rule 50.", tool=False)
     ingestor.ingest(writer.path)
-    new_prompts = [prompt_text(m) for m in api.messages[sent_before:]]
+    new_prompts = [conversation(m) for m in api.messages[sent_before:]]
     assert len(new_prompts) == 1
     assert "rule 50" in new_prompts[0] and "rule 0 " not in new_prompts[0]
-    assert "Summary:" not in new_prompts[0]
+    assert "Summary:" not in prompt_text(api.messages[-1])
     assert facts(settings).count("billing rule 0 uses value 0") == 1
     assert "billing rule 50 uses value 350" in facts(settings)
 
@@ -103,21 +109,29 @@ def test_garbage_lines_never_stop_ingestion(tmp_path, settings, ingestor):
     assert Store(settings.db_path).watermark(str(writer.path)) == writer.path.stat().st_size
 
 
-def test_a_malformed_answer_is_retried_then_parked_and_nothing_is_lost(tmp_path, settings, ingestor, model):
+def test_a_malformed_answer_is_retried_then_parked_and_the_rest_goes_on(tmp_path, settings, ingestor, model):
     writer = TranscriptWriter(tmp_path / "s.jsonl")
     writer.exchange(2)
     model.fail_next = 3
     model.failure = text_reply("I refuse to call tools")  # malformed: no record_knowledge
-    for _ in range(3):
+    for _ in range(2):
         report = ingestor.ingest(writer.path)
         assert report.failed
     store = Store(settings.db_path)
-    assert store.watermark(str(writer.path)) == 0
-    assert store.failure(str(writer.path))["parked"] == 1
-    assert ingestor.ingest(writer.path).skipped == "parked"
-    report = ingestor.ingest(writer.path, retry_parked=True)
-    assert report.failed is None and len(facts(settings)) == 2
-    assert store.failure(str(writer.path)) is None
+    assert store.watermark(str(writer.path)) == 0  # retried in place until park_after
+    report = ingestor.ingest(writer.path)
+    assert report.failed and facts(settings) == []
+    parked = store.failures(parked_only=True)
+    end = writer.path.stat().st_size
+    assert [(p["start_offset"], p["end_offset"]) for p in parked] == [(0, end)]
+    assert store.watermark(str(writer.path)) == end  # parked: the place moved past it
+    writer.exchange(3, topic="tax")  # later slices are not held up by the parked one
+    report = ingestor.ingest(writer.path)
+    assert report.failed is None and report.batches >= 1
+    assert facts(settings) == [f"tax rule {i} uses value {i * 7}" for i in range(3)]
+    report = ingestor.ingest(writer.path, retry_parked=True)  # the parked range itself
+    assert report.failed is None and len(facts(settings)) == 5
+    assert store.failures() == [] and store.watermark(str(writer.path)) == writer.path.stat().st_size
 
 
 def test_invalid_record_knowledge_input_is_rejected_whole(tmp_path, settings, ingestor, model):
@@ -136,7 +150,7 @@ def test_a_correction_supersedes_the_older_fragment(tmp_path, settings, ingestor
                                "concepts": [{"name": "Deploy window", "summary": "When deploys happen",
                                              "importance": "high", "facts": [
                                                  {"summary": "Deploys happen on Tuesday at 14:00 UTC",
-                                                  "importance": "high"}]}]}]}
+                                                  "importance": "high", "basis": "stated"}]}]}]}
     ingestor.ingest(writer.path)
     writer.user("Correction: deploys moved to Thursday at 09:00 UTC.")
     writer.assistant("Updated.", tool=False)
@@ -145,7 +159,7 @@ def test_a_correction_supersedes_the_older_fragment(tmp_path, settings, ingestor
                     "concepts": [{"name": "Deploy window", "summary": "When deploys happen",
                                   "importance": "high", "facts": [
                                       {"summary": "Deploys happen on Thursday at 09:00 UTC",
-                                       "importance": "high"}]}]}],
+                                       "importance": "high", "basis": "stated"}]}]}],
         "corrections": [{"old": "Deploys happen on Tuesday at 14:00 UTC",
                          "new": "Deploys happen on Thursday at 09:00 UTC", "topic": "Deployment"}]}
     report = ingestor.ingest(writer.path)
@@ -317,13 +331,13 @@ def test_a_slice_of_small_talk_is_not_sent_and_its_place_is_kept(tmp_path, setti
     assert store.watermark(str(writer.path)) == writer.path.stat().st_size
     writer.exchange(2)  # the next real request is sent, without the small talk before it
     ingestor.ingest(writer.path)
-    assert len(api.messages) == 1 and "hello there" not in prompt_text(api.messages[0])
+    assert len(api.messages) == 1 and "hello there" not in conversation(api.messages[0])
     assert len(facts(settings)) == 2
 
 
 def test_the_prompt_lists_the_existing_topics_closest_to_the_conversation(
         tmp_path, settings, ingestor, api, embedder):
-    from lore_plugin.capture.ingest import TOPICS_SENT
+    from lore_plugin.capture.known import TOPICS_SENT
     from lore_plugin.recall.memory import Memory
 
     memory = Memory(settings.db_path, embedder)

@@ -40,6 +40,11 @@ def texts(turns: list[Turn]) -> list[tuple[str, str]]:
     return [(t.role, t.text) for t in turns]
 
 
+def talk(turns: list[Turn]) -> list[Turn]:
+    """The conversation without the tool lines (tools.py's evidence)."""
+    return [t for t in turns if t.role != "tool"]
+
+
 def fixture_lines(path: Path) -> list[bytes]:
     """The complete lines of a fixture, each with its newline."""
     return [line + b"\n" for line in path.read_bytes().split(b"\n")[:-1]]
@@ -80,11 +85,12 @@ def test_interactive_session_drops_the_caveat_and_the_local_command_output() -> 
     assert "MEMTEST_SESSIONSTART_CONTEXT" not in joined  # hook context is an attachment
 
 
-def test_mcp_tool_call_keeps_the_question_and_the_final_answer_but_no_tool_traffic() -> None:
+def test_mcp_tool_call_keeps_the_question_the_call_in_one_line_and_the_final_answer() -> None:
     delta = read_delta(MCP_TOOL_CALL, 0)
 
     assert texts(delta.turns) == [
         ("user", "what is my favourite colour?"),
+        ("tool", "mcp__plugin_memtest_mem__recall favourite colour"),  # its output left out
         (
             "assistant",
             (
@@ -112,7 +118,7 @@ def test_resumed_compacted_session_keeps_every_prompt_once_in_file_order() -> No
         "continue prompt",
     ]
     assert [t.text for t in delta.turns if t.role == "assistant"][:2] == [FAKE_HELLO_26] * 2
-    assert len(delta.turns) == 11
+    assert len(talk(delta.turns)) == 11
 
 
 def test_compact_summary_and_meta_lines_are_not_turns() -> None:
@@ -133,7 +139,7 @@ def test_slash_commands_read_as_commands_whatever_the_tag_order() -> None:
 
 
 def test_turns_carry_timestamp_uuid_and_sidechain_flag() -> None:
-    first, reply = read_delta(MCP_TOOL_CALL, 0).turns
+    first, reply = talk(read_delta(MCP_TOOL_CALL, 0).turns)
 
     assert first.uuid == "4f5a8d1e-1718-4af6-8cf2-9cbe6316b946"
     assert first.timestamp == "2026-11-21T23:54:10.948Z"
@@ -154,7 +160,7 @@ def test_delta_reports_cwd_session_and_offsets() -> None:
 def test_subagent_transcript_turns_are_marked_sidechain() -> None:
     delta = read_delta(SIDECHAIN, 0)
 
-    assert texts(delta.turns) == [
+    assert texts(talk(delta.turns)) == [
         ("user", 'CALL_TOOL mcp__plugin_memtest_mem__recall {"query":"colour"}'),
         (
             "assistant",
@@ -217,7 +223,7 @@ def test_assistant_message_split_over_several_lines_becomes_one_turn(tmp_path: P
             lines.append(line({"type": "user", "message": {"role": "user", "content": result}}))
     path.write_bytes(b"".join(lines))
 
-    turns = read_delta(path, 0).turns
+    turns = talk(read_delta(path, 0).turns)
 
     assert texts(turns) == [
         ("user", "plan the migration"),

@@ -16,7 +16,7 @@ import pytest
 from tests.conftest import PYTHON, python_env
 from tests.fake_anthropic import FakeAnthropic
 from tests.hooks.test_hooks import fact_count, first_run, wait_for
-from tests.knowledge_api import RULE, KnowledgeModel, prompt_text
+from tests.knowledge_api import RULE, KnowledgeModel, conversation_text
 from tests.transcripts import TranscriptWriter
 
 CAP = 2
@@ -96,7 +96,8 @@ def test_fifty_stop_hooks_at_once_never_run_more_workers_than_the_cap(tmp_path, 
         watcher.join()
         assert done, f"{fact_count(db)} facts of {3 * HOOKS}"
         assert 0 < watcher.most <= CAP and watcher.samples > 100
-        sent = Counter(t for r in api.messages for t in {m[0] for m in RULE.findall(prompt_text(r))})
+        sent = Counter(t for r in api.messages
+                       for t in {m[0] for m in RULE.findall(conversation_text(r))})
         assert sent == {f"topic{i:02d}": 1 for i in range(HOOKS)}  # each transcript sent once
         assert len(api.messages) == HOOKS
         assert not [n for n in os.listdir(home / "queue") if not n.startswith(".")]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PYTHON, Clock, python_env
 
 from lore_plugin.cli.main import main as cli_main
 from lore_plugin.consolidation import cycle as cons
@@ -27,6 +26,7 @@ from lore_plugin.embedding.embedder import from_blob, to_blob
 from lore_plugin.llm.client import FakeLLM
 from lore_plugin.recall.memory import Memory, embedding_text
 from lore_plugin.store import Store
+from tests.conftest import PYTHON, Clock, python_env
 
 DAY = rel.DAY
 
@@ -327,12 +327,12 @@ def test_forgetting_never_brings_an_outdated_fragment_back(memory, settings, clo
 # -- phases 3 and 4 ---------------------------------------------------------------------------
 def contradiction_judge(*, system, prompt, tool, max_tokens):
     assert tool["name"] == "report_contradictions"
-    lines = re.finditer(r"^(f\d+) \([\d-]+\): (.*)$", prompt, re.MULTILINE)
+    lines = re.finditer(r"^(f\d+) \([^)]*\): (.*)$", prompt, re.MULTILINE)
     ids = {m.group(2): m.group(1) for m in lines}
     new = next(i for text, i in ids.items() if "9090" in text)
     old = next(i for text, i in ids.items() if "8080" in text)
-    return {"contradictions": [{"a": new, "b": old, "reason": "the port changed"},
-                               {"a": "f999", "b": old}]}  # unknown ids are ignored
+    return {"contradictions": [{"a": new, "b": old, "current": new, "reason": "the port changed"},
+                               {"a": "f999", "b": old, "current": old}]}  # unknown ids: ignored
 
 
 def test_a_contradiction_between_siblings_supersedes_the_older_fact(memory, settings, clock):
@@ -608,7 +608,7 @@ def answer(*, system, prompt, tool, max_tokens):
         for block in prompt.split("\n\n"):
             ids = re.findall(r"^(f\d+) ", block, re.MULTILINE)
             if len(ids) >= 2:
-                pairs.append({"a": ids[0], "b": ids[-1]})
+                pairs.append({"a": ids[0], "b": ids[-1], "current": ids[-1]})
         return {"contradictions": pairs}
     ids = re.findall(r"^Topic (t\d+):", prompt, re.MULTILINE)
     return {"descriptions": [{"id": i, "content": "a fresh description " + i} for i in ids]}

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-from conftest import MODEL_CACHE, ROOT, python_env
 
 from lore_plugin.embedding import embedder as embedding
 from lore_plugin.embedding import model_source
@@ -27,6 +26,7 @@ from lore_plugin.embedding.embedder import (
     optimized_model,
 )
 from lore_plugin.recall.memory import Memory
+from tests.conftest import MODEL_CACHE, ROOT, python_env
 
 TEXTS = [
     "hello",

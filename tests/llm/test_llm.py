@@ -52,7 +52,8 @@ ANSWER = {
                     "name": "storage",
                     "summary": "SQLite via apsw",
                     "importance": "medium",
-                    "facts": [{"summary": "Lore stores memory in SQLite", "importance": "high"}],
+                    "facts": [{"summary": "Lore stores memory in SQLite", "importance": "high",
+                               "basis": "stated"}],
                 }
             ],
         }
@@ -617,3 +618,53 @@ def test_status_names_the_backend_and_the_budget_used(tmp_path: Path) -> None:
     cli = llm_status(settings, env={}, which=lambda *a, **k: "/usr/bin/claude")
     assert api.startswith("anthropic API") and "1/120 requests" in api
     assert cli.startswith("claude CLI at /usr/bin/claude")
+
+
+# --- issue 24 §3 and §5: transient errors, cut answers, timeouts, prompt caching --------------
+
+
+def test_rate_limits_overload_and_timeouts_that_outlast_the_retries_are_transient() -> None:
+    from lore_plugin.core.errors import LLMTransient
+
+    for reply in (error_reply(429, retry_after=0), error_reply(529, retry_after=0),
+                  tool_reply("t", {}, delay=2)):
+        with (FakeAnthropic(ScriptedResponder(default=reply)) as api,
+              pytest.raises(LLMTransient)):
+            call(sdk(api, timeout=0.3, max_retries=1))
+    with (FakeAnthropic(ScriptedResponder(default=error_reply(400, "bad"))) as api,
+          pytest.raises(LLMError) as refused):
+        call(sdk(api))
+    assert not isinstance(refused.value, LLMTransient)  # the request itself was wrong
+
+
+def test_an_answer_cut_off_at_max_tokens_says_so_by_its_type() -> None:
+    from lore_plugin.core.errors import AnswerTruncated
+
+    cut = replace(tool_reply("t", {"partial": 1}), stop_reason="max_tokens")
+    with FakeAnthropic(ScriptedResponder([cut])) as api, pytest.raises(AnswerTruncated):
+        call(sdk(api))
+
+
+def test_the_timeout_grows_with_the_output_asked_for() -> None:
+    from lore_plugin.core.errors import LLMTransient
+
+    with FakeAnthropic(ScriptedResponder(default=tool_reply("t", {"ok": 1}, delay=0.8))) as api:
+        llm = sdk(api, timeout=0.4, max_retries=0)
+        with pytest.raises(LLMTransient):
+            llm.call_tool(system="s", prompt="p", tool=TOOL, max_tokens=4096)
+        assert llm.call_tool(system="s", prompt="p", tool=TOOL, max_tokens=16_384) == {"ok": 1}
+
+
+def test_a_fixed_part_long_enough_to_cache_gets_a_breakpoint_after_it() -> None:
+    from lore_plugin.capture.prompt import SYSTEM_PROMPT
+
+    long_system = "Rules of the memory. " * 400  # ~2,400 tokens: enough for Sonnet's 1,024
+    with FakeAnthropic(ScriptedResponder(default=tool_reply("record_knowledge", ANSWER))) as api:
+        AnthropicLLM("k", "claude-sonnet-4-5", 5.0, base_url=api.url).call_tool(
+            system=long_system, prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
+        AnthropicLLM("k", "claude-haiku-4-5", 5.0, base_url=api.url).call_tool(
+            system=SYSTEM_PROMPT, prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
+    cached, plain = api.messages
+    assert cached["system"] == [{"type": "text", "text": long_system,
+                                 "cache_control": {"type": "ephemeral"}}]
+    assert plain["system"] == SYSTEM_PROMPT  # Haiku 4.5 caches from 4,096 tokens: not worth it

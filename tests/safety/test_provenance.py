@@ -74,11 +74,12 @@ def _answer(secret_line: str) -> dict:
             "content": f"Rotated; the model repeats it: {secret_line}"}
     guess = {"summary": "The team seems to dislike Jenkins", "importance": "low",
              "basis": "inferred"}
-    seen = {"summary": "The build takes 4 minutes", "importance": "medium"}  # no basis: observed
+    seen = {"summary": "The build takes 4 minutes", "importance": "medium", "basis": "observed"}
+    unsaid = {"summary": "The cache is warm after a build", "importance": "low"}  # no basis
     return {"topics": [
         {"name": "Deployment", "summary": "How code ships", "importance": "high",
          "concepts": [{"name": "Keys", "summary": "Deploy keys", "importance": "high",
-                       "facts": [fact, guess, seen]}]},
+                       "facts": [fact, guess, seen, unsaid]}]},
         {"name": "Team moods", "summary": "Guesses about the team", "importance": "low",
          "concepts": [{"name": "Tools", "summary": "Tool feelings", "importance": "low",
                        "facts": [guess]}]}]}
@@ -104,6 +105,7 @@ def test_extraction_records_source_and_basis_and_never_makes_a_topic_of_a_guess(
     assert rows["The deploy key was rotated"][:3] == (2, "user", "stated")
     assert rows["The team seems to dislike Jenkins"][:3] == (2, "assistant", "inferred")
     assert rows["The build takes 4 minutes"][:3] == (2, "assistant", "observed")
+    assert rows["The cache is warm after a build"][:3] == (2, "assistant", "inferred")  # a guess
     assert rows["Deployment"][:3] == (0, "user", "stated")
     assert rows["Deployment"][3] == writer.session and rows["Deployment"][4] == "/work/project-a"
     assert "Team moods" not in rows and "Tools" not in rows
