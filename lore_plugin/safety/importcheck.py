@@ -278,7 +278,8 @@ def redacted(value: Any) -> Any:
     if isinstance(value, list):
         return [redacted(v) for v in value]
     if isinstance(value, dict):
-        return {redact(str(k)): redacted(v) for k, v in value.items()}
+        # A plain str key: orjson writes str subclasses (Redacted) as values, never as keys.
+        return {str(redact(str(k))): redacted(v) for k, v in value.items()}
     return value
 
 
