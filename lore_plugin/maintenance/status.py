@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..core.config import Settings
 from ..core.errors import LoreError
-from ..recall.render import plural
+from ..recall.render import clip, plural, short_id
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -112,6 +112,13 @@ def status_lines(settings: Settings) -> list[str]:
             if parked:
                 more = f"and {len(parked) - 5} more; " if len(parked) > 5 else ""
                 lines.append(f"           {more}`lore retry-parked` tries them again")
+            flagged, newest = store.flagged_for_review()
+            if flagged:  # a weaker claim against what the user stated: a person decides
+                lines.append(f"review     {plural(flagged, 'fact')} flagged, each contradicting "
+                             "what you stated: keep one (`lore forget ID` the other, or "
+                             "confirm it in `lore ui`)")
+                lines += [f"           [{short_id(i)}] {clip(s, 80)} (against [{short_id(c)}])"
+                          for i, s, c in newest]
             last = store.last_consolidation()
             if last:
                 ago = (time.time() - last["finished_at"]) / 60

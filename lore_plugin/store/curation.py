@@ -158,6 +158,17 @@ class Curation(Fragments):
                     f"OR id IN (SELECT j.id FROM curation_journal j, json_each(j.undo, "
                     f"'$.mentions') m WHERE m.value IN ({marks}))", (*part, *part))
 
+    def flagged_for_review(self, limit: int = 5) -> tuple[int, list[tuple[str, str, str]]]:
+        """Live fragments that extraction marked instead of letting a weaker claim replace
+        what the user stated: how many, and the newest (id, summary, the id it contradicts)."""
+        where = ("FROM fragments WHERE superseded_by IS NULL AND json_valid(metadata) "
+                 "AND json_extract(metadata, '$.review.contradicts') IS NOT NULL")
+        [(count,)] = self.conn.execute(f"SELECT count(*) {where}").fetchall()
+        rows = self.conn.execute(
+            f"SELECT id, summary, json_extract(metadata, '$.review.contradicts') {where} "
+            "ORDER BY created_at DESC LIMIT ?", (limit,)).fetchall()
+        return count, [(str(i), str(s), str(c)) for i, s, c in rows]
+
     @staticmethod
     def _entry(row: Sequence[Any]) -> dict[str, Any]:
         entry = dict(zip(JOURNAL_COLUMNS, row))

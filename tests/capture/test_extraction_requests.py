@@ -200,6 +200,13 @@ def test_a_guess_never_replaces_what_the_user_stated_it_is_flagged_for_review(
     store = Store(settings.db_path)
     review = store.get(store.find_by_summary(guess)).metadata["review"]
     assert review["contradicts"] == store.find_by_summary("Deploys happen on Tuesday at 14:00 UTC")
+    # A person sees it: `lore status` names the flagged fact and the statement it contradicts.
+    from lore_plugin.maintenance.status import status_lines
+    from lore_plugin.recall.render import short_id
+
+    shown = "\n".join(status_lines(settings))
+    assert "1 fact flagged" in shown and guess in shown
+    assert f"(against [{short_id(review['contradicts'])}])" in shown
 
 
 class _Lazy:
