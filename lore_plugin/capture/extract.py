@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from ..core.errors import LLMError
-from .prompt import MAX_LISTED_TOPICS, SYSTEM_PROMPT, build_prompt, escape_data
+from .prompt import HIGH_PER_CALL, MAX_LISTED_TOPICS, SYSTEM_PROMPT, build_prompt, escape_data
 
 __all__ = ["MAX_LISTED_TOPICS", "RECORD_KNOWLEDGE_TOOL", "SYSTEM_PROMPT", "Extraction",
            "build_prompt", "escape_data", "extract_knowledge", "parse_extraction",
@@ -281,7 +281,27 @@ def parse_extraction(data: dict[str, Any]) -> Extraction:
         log.warning("dropped %d invalid part(s) of a record_knowledge answer: %s",
                     dropped, _describe(problems))
     # Every item is validated already; the lists a partial answer lacks are empty.
+    kept["topics"] = _bounded_high(kept.get("topics", []))
     return Extraction.model_construct(None, **{k: kept.get(k, []) for k in _LISTS})
+
+
+def _bounded_high(topics: list[Topic], quota: int = HIGH_PER_CALL) -> list[Topic]:
+    """The prompt asks for at most `quota` "high" facts a call; a model that marks more has
+    its first ones kept high (those the user stated before the rest) and the others medium,
+    so that one eager answer cannot crowd the brief with "important" knowledge."""
+    facts = [f for t in topics for c in t.concepts for f in c.facts if f.importance == "high"]
+    facts.sort(key=lambda f: f.basis != "stated")  # stable: the answer's order within a basis
+    keep = {id(f) for f in facts[:quota]}
+    if len(facts) <= quota:
+        return topics
+
+    def fact(f: Fact) -> Fact:
+        if f.importance != "high" or id(f) in keep:
+            return f
+        return f.model_copy(update={"importance": "medium"})
+
+    return [t.model_copy(update={"concepts": [c.model_copy(update={
+        "facts": [fact(f) for f in c.facts]}) for c in t.concepts]}) for t in topics]
 
 
 def extract_knowledge(llm: LLM, conversation_text: str, existing_topics: list[str], *,

@@ -23,6 +23,7 @@ from lore_plugin.capture.extract import (
     extract_knowledge,
     parse_extraction,
 )
+from lore_plugin.capture.prompt import HIGH_PER_CALL
 from lore_plugin.core.errors import LLMError
 from lore_plugin.llm.client import FakeLLM
 
@@ -403,3 +404,15 @@ def test_slices_with_nothing_to_remember_are_not_worth_a_call(turns, worth) -> N
     from lore_plugin.core.types import Turn
 
     assert worth_extracting([Turn(role, text) for role, text in turns]) is worth
+
+
+def test_more_high_facts_than_the_quota_are_kept_medium_the_user_s_first() -> None:
+    facts = [{"summary": f"guess {i}", "importance": "high", "basis": "inferred"} for i in range(4)]
+    facts.insert(2, {"summary": "what the user said", "importance": "high", "basis": "stated"})
+    data = {"topics": [{"name": "T", "summary": "T", "importance": "high", "concepts": [
+        {"name": "C", "summary": "C", "importance": "high", "facts": facts}]}]}
+    got = parse_extraction(data).topics[0].concepts[0].facts
+    high = [f.summary for f in got if f.importance == "high"]
+    # The stated one first, then the answer's own order.
+    assert HIGH_PER_CALL == 3 and high == ["guess 0", "guess 1", "what the user said"]
+    assert [f.summary for f in got] == [f["summary"] for f in facts]  # nothing dropped or moved
