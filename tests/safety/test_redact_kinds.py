@@ -8,6 +8,7 @@ import pytest
 from lore_plugin.safety.redact import redact
 from lore_plugin.safety.secret_tokens import TOKEN_RULES
 from tests.safety.secrets_corpus_holdout import HELD_OUT
+from tests.safety.secrets_corpus_holdout2 import HELD_OUT_2, NEAR_MISSES_2
 from tests.safety.secrets_corpus_kinds import CASES, NEAR_MISSES, leaks
 from tests.secrets_corpus import PROVIDER_TOKENS
 
@@ -42,6 +43,15 @@ def test_the_held_out_cases_are_redacted_as_the_readme_says() -> None:
     held = sum(not leaks(text, values, redact(text)) for _, text, values in HELD_OUT)
 
     assert held >= 31, f"{held} of {len(HELD_OUT)}"
+
+
+def test_a_second_hold_out_by_another_author_is_redacted_as_the_readme_says() -> None:
+    """40 cases and 20 near misses written by someone who had not read the rules, measured
+    once (39 of 40; the miss is a JDBC password holding both kinds of quote) and never tuned on."""
+    held = sum(not leaks(text, values, redact(text)) for _, text, values in HELD_OUT_2)
+
+    assert len(HELD_OUT_2) == 40 and held >= 39, f"{held} of {len(HELD_OUT_2)}"
+    assert [text for _, text in NEAR_MISSES_2 if redact(text) != text] == []
 
 
 @pytest.mark.parametrize(
