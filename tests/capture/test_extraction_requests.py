@@ -22,18 +22,6 @@ from tests.fake_anthropic import Reply, error_reply
 from tests.transcripts import TranscriptWriter
 
 
-@pytest.fixture()
-def settings(tmp_path: Path) -> Settings:
-    return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", batch_bytes=6000,
-                    retry_backoff_secs=0.0, park_after=3, max_requests_per_hour=10_000)
-
-
-@pytest.fixture()
-def ingestor(settings, api, embedder, clock):
-    llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url})
-    return Ingestor(settings, llm, embedder, clock)
-
-
 def user_message(body: dict) -> str:
     return body["messages"][0]["content"]
 
