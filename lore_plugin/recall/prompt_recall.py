@@ -6,15 +6,19 @@ is a signpost, so the selection descends from it to the facts and details below 
 the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …").
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
 (bench/bench_prompt_recall.py):
-- with the embedding model (the running MCP server): the answer's own cosine with the prompt,
-  or a lower one when the topic or concept above it matches the prompt;
+- with the embedding model (the running MCP server): the fused evidence of prompt_judge.py,
+  the answer's cosine with the prompt and how much of the prompt's rare words it holds;
 - without it (the hook's fallback when no server answers): how many of the prompt's keyword
   terms the line that would be injected (path and text) holds, and what share of them."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..safety.frame import neutralise
 from . import render
+from .prompt_evidence import Candidate, with_coverage
+from .prompt_judge import judge
 from .terms import fts_expression, held_terms, keyword_terms
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -30,9 +34,7 @@ if TYPE_CHECKING:
 BUDGET = 600  # characters of remembered text per prompt, item lines included
 CANDIDATES = 10
 MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
-MIN_COSINE = 0.50  # an answer's cosine with the prompt (bench/README.md: "Recall on each prompt")
-MIN_CHILD_COSINE = 0.40  # ... or this, for an answer below a topic or concept that reaches MIN_COSINE
-MOST = 4  # answers per prompt (fewer measured worse: bench/README.md)
+MOST = 4  # the children of a matched heading closest to the prompt that compete as answers
 DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
 MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
@@ -65,24 +67,27 @@ def is_heading(store: Store, frag: Fragment) -> bool:
     return frag.depth == 0 or (frag.depth == 1 and bool(store.child_ids(frag.id)))
 
 
-def paths(store: Store, frags: list[Fragment]) -> dict[str, str]:
+def chains(store: Store, frags: list[Fragment]) -> dict[str, list[str]]:
+    """Each fragment's ancestor ids, parent first."""
+    return {f.id: store.ancestors(f.id) for f in frags}
+
+
+def paths(store: Store, frags: list[Fragment],
+          ancestry: dict[str, list[str]] | None = None) -> dict[str, str]:
     """Each fragment's ancestors' names, topic first: "Releases › Rollouts"."""
-    chains = {f.id: store.ancestors(f.id) for f in frags}
-    names = store.get_many(list({a for chain in chains.values() for a in chain}),
+    ancestry = chains(store, frags) if ancestry is None else ancestry
+    names = store.get_many(list({a for chain in ancestry.values() for a in chain}),
                            with_parent=False)
     return {fid: SEPARATOR.join(render.clip(names[a].summary, PATH_CHARS)
                                 for a in reversed(chain) if a in names)
-            for fid, chain in chains.items()}
+            for fid, chain in ancestry.items()}
 
 
-def answers_by_cosine(memory: Memory, prompt: str, seen: set[str]
-                      ) -> list[tuple[Fragment, float, float, bool]] | None:
+def candidates(memory: Memory, prompt: str, seen: set[str]) -> list[Candidate] | None:
     """The answers hybrid search points to, in its order (its fused evidence: meaning, words,
-    neighbours, relevance), each with its cosine with the prompt: a fact it found stands
-    where it was found; a topic or concept it found is replaced, where it stood, by the
-    knowledge below it that is closest to the prompt. Each answer comes as (fragment, its
-    cosine, the cosine of the heading it was found under, or of its parent when search found
-    that too, else 0, and whether it was found only by descending). None when the model
+    neighbours, relevance), each with its evidence (prompt_evidence.Candidate): a fact it
+    found stands where it was found; a topic or concept it found is replaced, where it
+    stood, by the knowledge below it that is closest to the prompt. None when the model
     failed to load (the caller judges by words then)."""
     text = prompt[:MAX_PROMPT]
     found = memory.search(text, limit=CANDIDATES)
@@ -116,31 +121,25 @@ def answers_by_cosine(memory: Memory, prompt: str, seen: set[str]
         for fid, frag in full.items():
             if not is_heading(store, frag):
                 cos[fid], frags[fid] = sims[fid], frag
-    out: dict[str, tuple[Fragment, float, float, bool]] = {}
-    for hit in order:
+    out: dict[str, Candidate] = {}
+    for rank, hit in enumerate(order):
         for fid in ([b for b in best[hit] if b in frags][:MOST] if hit in best else [hit]):
             if fid in frags and fid not in out:
                 parent = frags[fid].parent_id or ""
-                out[fid] = (frags[fid], cos[fid], branch.get(hit, branch.get(parent, 0.0)),
-                            hit in best)
-    return list(out.values())
-
-
-def pick(answers: list[tuple[Fragment, float, float, bool]], min_cosine: float = MIN_COSINE,
-         min_child: float = MIN_CHILD_COSINE, most: int = MOST) -> list[Fragment]:
-    """In search order, the first `most` answers that match the prompt by their own cosine,
-    or a little less when the topic or concept above them matches it (a branch that matches
-    says which of its children is meant). An answer reached only by descending needs its
-    branch to match: a weak heading's children are not looked at."""
-    return [f for f, c, b, below in answers
-            if (b >= min_cosine and c >= min_child) or (not below and c >= min_cosine)][:most]
+                out[fid] = Candidate(frags[fid], cos[fid],
+                                     branch.get(hit, branch.get(parent, 0.0)), hit in best, rank)
+    listed = list(out.values())
+    ancestry = chains(store, [c.fragment for c in listed])
+    where = paths(store, [c.fragment for c in listed], ancestry)
+    listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
+    return with_coverage(store, text, listed, ancestry)
 
 
 def strong_by_cosine(memory: Memory, prompt: str, seen: set[str]) -> list[Fragment]:
-    answers = answers_by_cosine(memory, prompt, seen)
+    answers = candidates(memory, prompt, seen)
     if answers is None:  # the model failed to load: judge by words instead
         return strong_by_words(memory.reader, prompt, seen)
-    return pick(answers)
+    return judge(answers)
 
 
 def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = MIN_TERMS,

@@ -1,0 +1,79 @@
+"""The per-prompt benchmark's cases: every question asked as a prompt of its own memory
+(related) and of one that cannot answer it (unrelated), with the candidate answers
+prompt_recall.candidates() gives and their evidence, and which of them answer. Rules are then
+judged on the cases without searching again (bench_prompt_recall.py).
+
+The split into a tuning half and a held-out half is fixed by SPLIT_SEED: LoCoMo by whole
+conversation (a rule tuned on some people's chat is held out on other people's), the
+paraphrase and peer sets by question. A question's unrelated asking goes with its half."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from dataclasses import dataclass
+from datetime import UTC
+from pathlib import Path
+
+from bench_recall import CachedEmbedder, Corpus
+
+from lore_plugin.recall import prompt_recall as pr
+from lore_plugin.recall.memory import Memory
+from lore_plugin.recall.prompt_evidence import Candidate
+
+SPLIT_SEED = 30  # issue 30
+HALVES = ("tuning", "held-out")
+
+
+@dataclass
+class Case:
+    dataset: str
+    question: str
+    related: bool
+    half: str
+    gold: frozenset[str]  # fragment ids that answer (empty when unrelated)
+    found: list[Candidate]
+
+
+def split(keys: list[str]) -> dict[str, str]:
+    """key -> half: a seeded shuffle, the first half (rounded down) for tuning."""
+    order = sorted(keys)
+    random.Random(SPLIT_SEED).shuffle(order)
+    cut = len(order) // 2
+    return {k: HALVES[0] if i < cut else HALVES[1] for i, k in enumerate(order)}
+
+
+def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
+            other: Corpus | None, other_db: Path | None, halves: dict[str, str],
+            embedder: CachedEmbedder, timings: list[float]) -> list[Case]:
+    """`halves`: question text (or corpus name, for LoCoMo) -> half."""
+    import time
+
+    by_key = {key: fid for fid, key in ids.items()}
+    cases: list[Case] = []
+    asked = [(corpus, db_path, True)]
+    if other is not None and other_db is not None:
+        asked.append((other, other_db, False))
+    for memory_of, path, related in asked:
+        memory = Memory(path, embedder, clock=lambda c=memory_of: c.now, tz=UTC)
+        try:
+            for q in corpus.questions:
+                gold = frozenset(by_key[k] for k in q.gold if k in by_key) if related \
+                    else frozenset()
+                start = time.perf_counter()
+                found = pr.candidates(memory, q.text, set()) or []
+                timings.append(time.perf_counter() - start)
+                half = halves.get(corpus.name, halves.get(q.text, HALVES[0]))
+                cases.append(Case(dataset, q.text, related, half, gold, found))
+        finally:
+            memory.close()
+    return cases
+
+
+def save(cases: list[Case], path: Path) -> None:
+    path.write_bytes(pickle.dumps(cases))
+
+
+def load(path: Path) -> list[Case]:
+    cases: list[Case] = pickle.loads(path.read_bytes())
+    return cases
