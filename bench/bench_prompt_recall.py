@@ -1,7 +1,7 @@
 """The per-prompt hook's selection (lore_plugin/recall/prompt_recall.py), scored as issue 30
-asks: coverage, precision and the unrelated rate, before and after the descent to answers.
+asks: coverage, precision and the unrelated rate, on a tuning half and a held-out half.
 
-    python bench/bench_prompt_recall.py [--limit-conversations N] [--json PATH]
+    python bench/bench_prompt_recall.py [--limit-conversations N] [--json PATH] [--cases PKL]
 
 Data and databases are bench_recall.py's (LoCoMo, the paraphrase set and the peer corpus, same
 cache). Every question is asked twice, as a prompt:
@@ -14,28 +14,32 @@ cache). Every question is asked twice, as a prompt:
 Coverage = related prompts whose injection answers / related prompts; precision = injections
 that answer / all injections (related and unrelated prompts together); unrelated = share of
 unrelated prompts with any injection. Every injection goes through compose(), so the
-600-character budget applies as in the hook. "before" is the selection as it was until issue
-24 (hybrid search's candidates at depth 1 and below over a cosine, headings included, no
-paths); "after" is prompt_recall's, with its constants varied around the chosen ones.
+600-character budget applies as in the hook.
+
+The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tuning" only.
+"before" is the rule until issue 30 (cosine ≥ 0.50, or ≥ 0.40 below a heading that reaches
+0.50, at most 4 answers, in search order); "after" is prompt_judge's, with its constants
+varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
+item is among the candidates at all, first, or among the first three: no judge over these
+candidates can cover more.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from datetime import UTC
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import prompt_cases as pc  # noqa: E402
 from bench_recall import (  # noqa: E402
     CACHE,
     DEFAULT_LOCOMO,
     DEFAULT_PEER,
     CachedEmbedder,
-    Corpus,
     build_database,
     load_locomo,
     load_paraphrase,
@@ -43,146 +47,137 @@ from bench_recall import (  # noqa: E402
 )
 from common import percentile, table, write_json  # noqa: E402
 
+from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
+from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
-from lore_plugin.recall.memory import Memory  # noqa: E402
-from lore_plugin.recall.render import plural  # noqa: E402
-from lore_plugin.recall.terms import keyword_terms  # noqa: E402
 
-BEFORE_COSINES = (0.45, 0.50, 0.55)
-AFTER_COSINES = (0.45, 0.50, 0.55)
-AFTER_CHILD = (0.40, 1.0)
-AFTER_MOST = (1, 2, 4)
+DATASETS = ("paraphrase", "peer", "locomo")
+Rule = Callable[[pc.Case], list[Fragment]]
 
 
-class Tally:
-    def __init__(self) -> None:
-        self.related = self.unrelated = self.answered = self.injected = 0
-        self.wrong = 0  # injections for unrelated prompts
+def before(case: pc.Case) -> list[Fragment]:
+    """The selection until issue 30, as it was in prompt_recall.pick."""
+    return [c.fragment for c in case.found
+            if (c.branch >= 0.50 and c.cosine >= 0.40) or (not c.below and c.cosine >= 0.50)][:4]
 
-    def add(self, related: bool, ids: list[str], gold: frozenset[str]) -> None:
-        if related:
-            self.related += 1
-        else:
-            self.unrelated += 1
+
+def rules() -> dict[str, Rule]:
+    out: dict[str, Rule] = {
+        "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
+        f"after (chosen): coverage ≥ {pj.MIN_AGREEMENT:.2f}, evidence ≥ {pj.MIN_EVIDENCE:.2f}, "
+        f"band {pj.BAND:.2f}, {pj.MOST} answers": lambda c: pj.judge(c.found),
+    }
+    for agree in (0.0, 0.2, 0.4):
+        out[f"chosen, but coverage ≥ {agree:.2f}"] = \
+            lambda c, a=agree: pj.judge(c.found, min_agreement=a)
+    for weight in (0.0, 0.2, 0.4, 0.6):
+        for bar in (0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
+            for most in (1, 3):
+                name = f"cosine + {weight:.1f} × coverage ≥ {bar:.2f}, {most} answer" \
+                    + ("s" if most > 1 else "")
+                out[name] = (lambda c, w=weight, b=bar, m=most:
+                             pj.judge(c.found, min_evidence=b, most=m, keyword_weight=w))
+    for margin in (0.02, 0.05):
+        out[f"chosen, and the best leads the next by ≥ {margin:.2f} (unless ≥ 0.85)"] = \
+            lambda c, m=margin: pj.judge(c.found) if leads(c, m) else []
+    out["words (no server): 3 terms, 60 %, path included"] = lambda c: c.words
+    return out
+
+
+def leads(case: pc.Case, margin: float, unless: float = 0.85) -> bool:
+    scores = sorted((pj.evidence(c) for c in case.found), reverse=True)
+    return len(scores) < 2 or scores[0] >= unless or scores[0] - scores[1] >= margin
+
+
+def score(cases: list[pc.Case], rule: Rule) -> dict[str, float]:
+    related = unrelated = answered = injected = wrong = 0
+    for case in cases:
+        _, ids = pr.compose(rule(case), where=case.where)
+        related += case.related
+        unrelated += not case.related
         if not ids:
-            return
-        self.injected += 1
-        if related and gold & set(ids):
-            self.answered += 1
-        if not related:
-            self.wrong += 1
-
-    def row(self) -> dict[str, float]:
-        return {"coverage": round(self.answered / self.related, 3) if self.related else 0.0,
-                "precision": round(self.answered / self.injected, 3) if self.injected else 0.0,
-                "unrelated": round(self.wrong / self.unrelated, 3) if self.unrelated else 0.0,
-                "injections": self.injected}
+            continue
+        injected += 1
+        answered += case.related and bool(case.gold & set(ids))
+        wrong += not case.related
+    return {"coverage": round(answered / related, 3) if related else 0.0,
+            "precision": round(answered / injected, 3) if injected else 0.0,
+            "unrelated": round(wrong / unrelated, 3) if unrelated else 0.0}
 
 
-def old_words(memory: Memory, text: str) -> list[Any]:
-    """The fallback until issue 24: FTS5 candidates at depth 1 and below, headings included,
-    judged on their own text."""
-    terms = keyword_terms(text[:pr.MAX_PROMPT])
-    expr = pr.fts_expression(text[:pr.MAX_PROMPT])
-    if expr is None or len(terms) < pr.MIN_TERMS:
-        return []
-    ids = [f.id for f, _ in memory.reader.keyword_search(expr, pr.CANDIDATES)
-           if f.depth >= 1 and not f.superseded_by]
-    full = memory.reader.get_many(ids)
-    return [full[i] for i in ids if i in full and pr._words_hold(terms, full[i])]
+def ceiling(cases: list[pc.Case]) -> dict[str, float]:
+    related = [c for c in cases if c.related]
+    n = len(related) or 1
+
+    def share(k: int | None) -> float:
+        return round(sum(any(x.fragment.id in c.gold for x in c.found[:k]) for c in related)
+                     / n, 3)
+    return {"any candidate": share(None), "first": share(1), "first three": share(3)}
 
 
-def ask(memory: Memory, text: str, related: bool, gold: frozenset[str],
-        tallies: dict[str, Tally], timings: list[float]) -> None:
-    found = memory.search(text[:pr.MAX_PROMPT], limit=pr.CANDIDATES)
-    hybrid = [(s.fragment, s.similarity) for s in found.fragments if s.fragment.depth >= 1]
-    for t in BEFORE_COSINES:
-        _, ids = pr.compose([f for f, c in hybrid if c >= t])
-        tallies.setdefault(f"before: cosine ≥ {t:.2f}", Tally()).add(related, ids, gold)
-    start = time.perf_counter()
-    answers = pr.answers_by_cosine(memory, text, set()) or []
-    _, ids = pr.compose(pr.pick(answers), store=memory.reader)
-    timings.append(time.perf_counter() - start)
-    tallies.setdefault("after: chosen", Tally()).add(related, ids, gold)
-    where = pr.paths(memory.reader, [a[0] for a in answers])  # read once for every rule
-    for t in AFTER_COSINES:
-        for child in AFTER_CHILD:
-            for most in AFTER_MOST:
-                _, ids = pr.compose(pr.pick(answers, t, min(child, t), most), where=where)
-                name = (f"after: cosine ≥ {t:.2f}" + (f", below a match ≥ {child:.2f}"
-                                                      if child < t else "")
-                        + ", " + plural(most, "answer"))
-                tallies.setdefault(name, Tally()).add(related, ids, gold)
-    _, ids = pr.compose(old_words(memory, text))
-    tallies.setdefault("before: words", Tally()).add(related, ids, gold)
-    _, ids = pr.compose(pr.strong_by_words(memory.reader, text, set()), store=memory.reader)
-    tallies.setdefault("after: words", Tally()).add(related, ids, gold)
-
-
-def run(pairs: list[tuple[Corpus, Path, dict[str, str], Corpus | None, Path | None]],
-        model: LocalEmbedder, folder: Path) -> tuple[dict[str, Tally], list[float]]:
-    """pairs: (corpus, its database, id → key, the corpus whose memory gets its questions as
-    unrelated prompts, that memory's database)."""
-    embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
-    tallies: dict[str, Tally] = {}
-    timings: list[float] = []
-    for corpus, db_path, ids, other, other_db in pairs:
-        by_key = {key: fid for fid, key in ids.items()}
-        memory = Memory(db_path, embedder, clock=lambda c=corpus: c.now, tz=UTC)
-        try:
-            for q in corpus.questions:
-                gold = frozenset(by_key[k] for k in q.gold if k in by_key)
-                ask(memory, q.text, True, gold, tallies, timings)
-        finally:
-            memory.close()
-        if other is not None and other_db is not None:
-            memory = Memory(other_db, embedder, clock=lambda c=other: c.now, tz=UTC)
-            try:
-                for q in corpus.questions:
-                    ask(memory, q.text, False, frozenset(), tallies, timings)
-            finally:
-                memory.close()
-    return tallies, timings
+def collect(limit: int | None) -> tuple[list[pc.Case], dict[str, list[float]]]:
+    model = LocalEmbedder(CACHE / "models")
+    locomo = load_locomo(DEFAULT_LOCOMO, limit)
+    peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
+    lf, pf, qf = CACHE / "recall-locomo", CACHE / "recall-peer", CACHE / "recall-paraphrase"
+    emb = {f: CachedEmbedder(model, f / "embeddings.sqlite") for f in (lf, pf, qf)}
+    built = {i: build_database(c, lf, emb[lf]) for i, c in enumerate(locomo)}
+    peer_db, peer_ids = build_database(peer, pf, emb[pf])
+    para_db, para_ids = build_database(para, qf, emb[qf])
+    timings: dict[str, list[float]] = {d: [] for d in DATASETS}
+    cases = pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,
+                       pc.split([q.text for q in para.questions]), emb[qf], timings["paraphrase"])
+    cases += pc.ask_all("peer", peer, peer_db, peer_ids, locomo[0], built[0][0],
+                        pc.split([q.text for q in peer.questions]), emb[pf], timings["peer"])
+    halves = pc.split([c.name for c in locomo])
+    for i, c in enumerate(locomo):
+        j = (i + 1) % len(locomo)
+        other = (locomo[j], built[j][0]) if j != i else (None, None)
+        cases += pc.ask_all("locomo", c, *built[i], *other, halves, emb[lf], timings["locomo"])
+    return cases, timings
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--json")
+    parser.add_argument("--cases", type=Path, help="reuse (or write) the cases in this file")
     args = parser.parse_args(argv)
-    model = LocalEmbedder(CACHE / "models")
-    locomo = load_locomo(DEFAULT_LOCOMO, args.limit_conversations)
-    peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
-    lfolder, pfolder, qfolder = (CACHE / "recall-locomo", CACHE / "recall-peer",
-                                 CACHE / "recall-paraphrase")
-    built = {}
-    for i, c in enumerate(locomo):
-        built[i] = build_database(c, lfolder, CachedEmbedder(model, lfolder / "embeddings.sqlite"))
-    peer_db, peer_ids = build_database(peer, pfolder, CachedEmbedder(model, pfolder / "embeddings.sqlite"))
-    para_db, para_ids = build_database(para, qfolder, CachedEmbedder(model, qfolder / "embeddings.sqlite"))
-    shifted = [(c, *built[i], locomo[(i + 1) % len(locomo)] if len(locomo) > 1 else None,
-                built[(i + 1) % len(locomo)][0] if len(locomo) > 1 else None)
-               for i, c in enumerate(locomo)]
+    timings: dict[str, list[float]] = {}
+    if args.cases and args.cases.exists():
+        cases = pc.load(args.cases)
+    else:
+        cases, timings = collect(args.limit_conversations)
+        if args.cases:
+            pc.save(cases, args.cases)
     results: dict[str, Any] = {}
-    speed: dict[str, Any] = {}
-    for name, pairs, folder in (
-            ("paraphrase", [(para, para_db, para_ids, peer, peer_db)], qfolder),
-            ("peer", [(peer, peer_db, peer_ids, locomo[0], built[0][0])], pfolder),
-            ("locomo", shifted, lfolder)):
-        tallies, timings = run(pairs, model, folder)
-        results[name] = {k: t.row() for k, t in tallies.items()}
-        speed[name] = {"p50_ms": round(percentile(timings, 50) * 1000, 1),
-                       "p95_ms": round(percentile(timings, 95) * 1000, 1)}
-        print(table(f"Prompt recall on {name} (search and selection: p50 "
-                    f"{speed[name]['p50_ms']} ms, p95 {speed[name]['p95_ms']} ms)",
-                    ["selection", "coverage", "precision", "unrelated", "injections"],
-                    [[k, r["coverage"], r["precision"], r["unrelated"], r["injections"]]
-                     for k, r in results[name].items()]), flush=True)
-    chosen = {"min_cosine": pr.MIN_COSINE, "min_child_cosine": pr.MIN_CHILD_COSINE,
-              "most": pr.MOST, "min_terms": pr.MIN_TERMS, "min_coverage": pr.MIN_COVERAGE}
-    write_json(args.json, "prompt_recall", {"results": results, "speed": speed,
-                                            "chosen": chosen})
+    for name in DATASETS:
+        mine = {h: [c for c in cases if c.dataset == name and c.half == h] for h in pc.HALVES}
+        counts = ", ".join(f"{h} {sum(c.related for c in mine[h])}" for h in pc.HALVES)
+        rows, results[name] = [], {}
+        for rule_name, rule in rules().items():
+            got = {h: score(mine[h], rule) for h in pc.HALVES}
+            results[name][rule_name] = got
+            rows.append([rule_name] + [" / ".join(f"{got[h][k]:.3f}" for k in
+                                                  ("coverage", "precision", "unrelated"))
+                                       for h in pc.HALVES])
+        limits = {h: ceiling(mine[h]) for h in pc.HALVES}
+        results[name]["ceiling"] = limits
+        rows.append(["ceiling: gold among the candidates / first / first three"]
+                    + [" / ".join(f"{v:.3f}" for v in limits[h].values()) for h in pc.HALVES])
+        speed = ""
+        if timings.get(name):
+            speed = (f"; candidates and evidence p50 {percentile(timings[name], 50) * 1000:.1f} ms,"
+                     f" p95 {percentile(timings[name], 95) * 1000:.1f} ms")
+        print(table(f"Prompt recall on {name} (related prompts: {counts}; "
+                    f"coverage / precision / unrelated{speed})",
+                    ["selection", *pc.HALVES], rows), flush=True)
+    chosen = {"keyword_weight": pj.KEYWORD_WEIGHT, "min_evidence": pj.MIN_EVIDENCE,
+              "band": pj.BAND, "most": pj.MOST, "split_seed": pc.SPLIT_SEED}
+    write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,
+                                            "timings_ms": {k: [round(t * 1000, 2) for t in v]
+                                                           for k, v in timings.items()}})
     return results
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench_recall import CachedEmbedder, Corpus
 
+from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_recall as pr
 from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_evidence import Candidate
@@ -33,6 +34,8 @@ class Case:
     half: str
     gold: frozenset[str]  # fragment ids that answer (empty when unrelated)
     found: list[Candidate]
+    words: list[Fragment]  # the keyword fallback's choice (no server answering)
+    where: dict[str, str]  # the paths of everything above, as the hook shows them
 
 
 def split(keys: list[str]) -> dict[str, str]:
@@ -63,8 +66,11 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
                 start = time.perf_counter()
                 found = pr.candidates(memory, q.text, set()) or []
                 timings.append(time.perf_counter() - start)
+                words = pr.strong_by_words(memory.reader, q.text, set())
+                where = {c.fragment.id: c.path for c in found}
+                where.update(pr.paths(memory.reader, [f for f in words if f.id not in where]))
                 half = halves.get(corpus.name, halves.get(q.text, HALVES[0]))
-                cases.append(Case(dataset, q.text, related, half, gold, found))
+                cases.append(Case(dataset, q.text, related, half, gold, found, words, where))
         finally:
             memory.close()
     return cases

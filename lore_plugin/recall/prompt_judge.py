@@ -9,6 +9,9 @@ words while saying something else. When both agree, the answer is there; a neigh
 answer, or a note on the same subject, has the meaning but not the prompt's particular
 words, and stays below the bar.
 
+- An answer must hold some of the prompt's rare words (MIN_AGREEMENT of their IDF mass): a
+  neighbour on the same subject ("when do deploys get rolled back?" against the deploy
+  window) has the meaning, by MiniLM, but not the words that ask for something else.
 - A prompt gets anything only when its best answer's evidence reaches MIN_EVIDENCE.
 - It then gets the answers whose evidence is within BAND of that bar, best first, at most
   MOST of them, so the 600 characters go to answers, not to weak neighbours.
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from .prompt_evidence import Candidate
 
 KEYWORD_WEIGHT = 0.4  # what full keyword coverage adds to a cosine
+MIN_AGREEMENT = 0.3  # the share of the prompt's IDF mass an answer's line must hold
 MIN_EVIDENCE = 0.65  # the best answer's evidence a prompt needs to get anything
 BAND = 0.10  # further answers: evidence at least MIN_EVIDENCE - BAND
 MOST = 3  # answers per prompt
@@ -37,9 +41,11 @@ def evidence(c: Candidate, keyword_weight: float = KEYWORD_WEIGHT) -> float:
 
 
 def judge(found: list[Candidate], min_evidence: float = MIN_EVIDENCE, band: float = BAND,
-          most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT) -> list[Fragment]:
+          most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT,
+          min_agreement: float = MIN_AGREEMENT) -> list[Fragment]:
     """The answers to inject, best first; [] when the best is not strong enough."""
-    ranked = sorted(((evidence(c, keyword_weight), i, c) for i, c in enumerate(found)),
+    ranked = sorted(((evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
+                     if c.coverage >= min_agreement),
                     key=lambda t: (-t[0], t[1]))  # ties keep hybrid search's order
     if not ranked or ranked[0][0] < min_evidence:
         return []

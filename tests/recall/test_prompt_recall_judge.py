@@ -1,0 +1,100 @@
+"""The per-prompt decision (recall/prompt_judge.py, issue 30): the answer when the evidence
+agrees, silence otherwise. A real SQLite file, the real MiniLM model, the server's own
+selection (prompt_recall.answer) as the socket runs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.recall import prompt_recall
+from lore_plugin.recall.memory import Memory
+
+WINDOW = "The billing deploy window is Thursday 09:00 UTC"
+APPROVAL = "Billing deploys need on-call approval"
+INVOICES = "Invoices are generated on the 1st by invoice-cron"
+RETRIES = "Failed payments retried 3 times by the dunning worker"
+ROLLOUT = "New versions reach 5% of users for a day before everyone"
+
+
+@pytest.fixture()
+def memory(isolated_home: Path, embedder, clock):
+    """Billing (deploys, invoices) and editor settings, as topic › concept › fact."""
+    mem = Memory(isolated_home / "memory.db", embedder, clock=clock)
+    ids: dict[str, str] = {}
+
+    def add(text: str, summary: str, parent: str | None, depth: int) -> str:
+        ids[summary] = mem.store(text, summary, parent_id=parent, depth=depth, source="user").id
+        return ids[summary]
+
+    billing = add("How the billing service is built, shipped and run", "Billing service", None, 0)
+    deploys = add("When and how billing deploys happen", "Billing deploys", billing, 1)
+    add("Agreed: billing deploys happen on Thursdays at 09:00 UTC, never on Fridays.", WINDOW,
+        deploys, 2)
+    add("A billing deploy needs the on-call engineer to approve it in the release channel.",
+        APPROVAL, deploys, 2)
+    invoices = add("Invoices and payment retries", "Invoices", billing, 1)
+    add("Invoices are generated on the first day of each month by the invoice-cron job.",
+        INVOICES, invoices, 2)
+    add("Failed card payments are retried three times, two days apart, by the dunning worker.",
+        RETRIES, invoices, 2)
+    releases = add("How new versions of the app reach users", "Releases", None, 0)
+    rollouts = add("Gradual rollouts", "Rollouts", releases, 1)
+    add("A new version goes to 5% of users for one day, then to everyone if the error rate "
+        "stays flat.", ROLLOUT, rollouts, 2)
+    editor = add("Editor settings", "Editor preferences", None, 0)
+    indent = add("Indentation", "Indentation preferences", editor, 1)
+    add("The user wants tabs, not spaces, in Go files.", "The user prefers tabs in Go files",
+        indent, 2)
+    yield mem, ids
+    mem.close()
+
+
+def ask(mem: Memory, prompt: str) -> dict:
+    return prompt_recall.answer(mem, {"prompt": prompt, "seen": []}, warm=True)
+
+
+def test_a_clear_answer_is_injected_alone_with_its_path(memory):
+    mem, ids = memory
+    got = ask(mem, "Which job generates invoices?")
+    assert got["ids"] == [ids[INVOICES]]
+    assert f"Billing service › Invoices: {INVOICES}" in got["context"]
+
+
+def test_a_weak_neighbour_does_not_share_the_budget_with_the_answer(memory):
+    """The payment-retry note holds a quarter of the prompt's rare words and is about invoices too,
+    but its evidence is far below the answer's band: the 600 characters go to the answer."""
+    mem, ids = memory
+    assert ids[RETRIES] not in ask(mem, "Which job generates invoices?")["ids"]
+
+
+def test_a_prompt_memory_cannot_answer_gets_nothing(memory):
+    mem, _ = memory
+    assert ask(mem, "How do I parse a JSON file in Rust?")["context"] is None
+
+
+def test_a_neighbour_with_the_meaning_but_not_the_words_stays_silent(memory):
+    """MiniLM rates "rolled back" close to the deploy window (cosine ≈ 0.7), but none of the
+    notes holds the words that ask for a rollback: nothing answers, so nothing is injected."""
+    mem, _ = memory
+    assert ask(mem, "When do billing deploys get rolled back?")["context"] is None
+
+
+def test_the_prompts_words_lift_an_answer_that_meaning_alone_rates_below_the_bar(memory):
+    """"ship" is not "deploy", yet the line (path and text) holds "billing" and "day" ...
+    the cosine alone (≈ 0.64) is below MIN_EVIDENCE; with the keyword evidence it is the
+    answer, and it comes first."""
+    mem, ids = memory
+    got = ask(mem, "what day do we ship billing?")
+    assert got["ids"] and got["ids"][0] == ids[WINDOW]
+
+
+@pytest.mark.parametrize("prompt", ["how are rollouts staged?",
+                                    "What fraction of users get a new version first?"])
+def test_a_matched_concept_gives_way_to_its_child_which_is_judged_and_injected(memory, prompt):
+    mem, ids = memory
+    got = ask(mem, prompt)
+    assert ids[ROLLOUT] in got["ids"]
+    assert not {ids["Rollouts"], ids["Releases"]} & set(got["ids"])  # never the heading
+    assert f"Releases › Rollouts: {ROLLOUT}" in got["context"]
