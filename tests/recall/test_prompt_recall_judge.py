@@ -63,15 +63,20 @@ def test_a_clear_answer_is_injected_alone_with_its_path(memory):
 
 
 def test_a_weak_neighbour_does_not_share_the_budget_with_the_answer(memory):
-    """The payment-retry note holds a quarter of the prompt's rare words and is about invoices too,
-    but its evidence is far below the answer's band: the 600 characters go to the answer."""
+    """The payment-retry note sits beside the answer and holds a third of the prompt's rare
+    words ("billing" in its path), but its evidence is below the band: the 600 characters go
+    to the answer alone."""
     mem, ids = memory
-    assert ids[RETRIES] not in ask(mem, "Which job generates invoices?")["ids"]
+    assert ask(mem, "Which billing job generates invoices?")["ids"] == [ids[INVOICES]]
 
 
-def test_a_prompt_memory_cannot_answer_gets_nothing(memory):
+@pytest.mark.parametrize("prompt", ["How do I parse a JSON file in Rust?",
+                                    "Who reviews pull requests for the billing service?"])
+def test_a_prompt_memory_cannot_answer_gets_nothing(memory, prompt):
+    """The second names the billing service, which every billing note's path holds: words
+    alone are not an answer when the meaning is elsewhere."""
     mem, _ = memory
-    assert ask(mem, "How do I parse a JSON file in Rust?")["context"] is None
+    assert ask(mem, prompt)["context"] is None
 
 
 def test_a_neighbour_with_the_meaning_but_not_the_words_stays_silent(memory):
