@@ -53,6 +53,8 @@ from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo")
+BOTH = "both halves"
+COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
 
 
@@ -72,7 +74,7 @@ def rules() -> dict[str, Rule]:
         out[f"chosen, but coverage ≥ {agree:.2f}"] = \
             lambda c, a=agree: pj.judge(c.found, min_agreement=a)
     for weight in (0.0, 0.2, 0.4, 0.6):
-        for bar in (0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
+        for bar in (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
             for most in (1, 3):
                 name = f"cosine + {weight:.1f} × coverage ≥ {bar:.2f}, {most} answer" \
                     + ("s" if most > 1 else "")
@@ -104,6 +106,21 @@ def score(cases: list[pc.Case], rule: Rule) -> dict[str, float]:
     return {"coverage": round(answered / related, 3) if related else 0.0,
             "precision": round(answered / injected, 3) if injected else 0.0,
             "unrelated": round(wrong / unrelated, 3) if unrelated else 0.0}
+
+
+def curve(scored: dict[str, dict[str, dict[str, float]]], most_unrelated: float = 0.02
+          ) -> list[str]:
+    """The rules on the trade-off curve: unrelated ≤ 2 % on the tuning half, and no other
+    such rule with both more coverage and more precision there; by coverage."""
+    fine = {k: v for k, v in scored.items() if "ceiling" not in k
+            and v[pc.HALVES[0]]["unrelated"] <= most_unrelated}
+
+    def beaten(a: dict[str, float]) -> bool:
+        return any(b["coverage"] >= a["coverage"] and b["precision"] >= a["precision"]
+                   and (b["coverage"], b["precision"]) != (a["coverage"], a["precision"])
+                   for b in (v[pc.HALVES[0]] for v in fine.values()))
+    front = [k for k, v in fine.items() if not beaten(v[pc.HALVES[0]])]
+    return sorted(front, key=lambda k: fine[k][pc.HALVES[0]]["coverage"])
 
 
 def ceiling(cases: list[pc.Case]) -> dict[str, float]:
@@ -154,25 +171,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     for name in DATASETS:
         mine = {h: [c for c in cases if c.dataset == name and c.half == h] for h in pc.HALVES}
+        mine[BOTH] = mine[pc.HALVES[0]] + mine[pc.HALVES[1]]
         counts = ", ".join(f"{h} {sum(c.related for c in mine[h])}" for h in pc.HALVES)
         rows, results[name] = [], {}
         for rule_name, rule in rules().items():
-            got = {h: score(mine[h], rule) for h in pc.HALVES}
+            got = {h: score(mine[h], rule) for h in COLUMNS}
             results[name][rule_name] = got
             rows.append([rule_name] + [" / ".join(f"{got[h][k]:.3f}" for k in
                                                   ("coverage", "precision", "unrelated"))
-                                       for h in pc.HALVES])
-        limits = {h: ceiling(mine[h]) for h in pc.HALVES}
+                                       for h in COLUMNS])
+        front = curve(results[name])
+        limits = {h: ceiling(mine[h]) for h in COLUMNS}
         results[name]["ceiling"] = limits
         rows.append(["ceiling: gold among the candidates / first / first three"]
-                    + [" / ".join(f"{v:.3f}" for v in limits[h].values()) for h in pc.HALVES])
+                    + [" / ".join(f"{v:.3f}" for v in limits[h].values()) for h in COLUMNS])
         speed = ""
         if timings.get(name):
             speed = (f"; candidates and evidence p50 {percentile(timings[name], 50) * 1000:.1f} ms,"
                      f" p95 {percentile(timings[name], 95) * 1000:.1f} ms")
         print(table(f"Prompt recall on {name} (related prompts: {counts}; "
                     f"coverage / precision / unrelated{speed})",
-                    ["selection", *pc.HALVES], rows), flush=True)
+                    ["selection", *COLUMNS], rows), flush=True)
+        print(table(f"Trade-off curve on {name}: unrelated ≤ 2 % on the tuning half, best "
+                    "coverage for its precision there", ["selection", *pc.HALVES],
+                    [[k] + [" / ".join(f"{results[name][k][h][m]:.3f}" for m in
+                                       ("coverage", "precision", "unrelated"))
+                            for h in pc.HALVES] for k in front]), flush=True)
+        results[name]["curve"] = front
     chosen = {"keyword_weight": pj.KEYWORD_WEIGHT, "min_evidence": pj.MIN_EVIDENCE,
               "band": pj.BAND, "most": pj.MOST, "split_seed": pc.SPLIT_SEED}
     write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,

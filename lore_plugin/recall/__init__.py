@@ -9,5 +9,7 @@
     dated          fragments whose own text names the time a query asks about
     storing        store_memory and `lore remember`, without copies
     prompt_recall  which fragments match a prompt strongly enough to inject
+    prompt_evidence  each candidate answer's evidence: cosine, keyword coverage, rank, depth
+    prompt_judge   the decision on that evidence: the answer, or silence
     prompt_socket  the private socket on which a running server answers the per-prompt hook
     render         compact text for fragments, trees and topics"""
