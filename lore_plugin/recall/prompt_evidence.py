@@ -4,16 +4,18 @@ prompt's rare words its line holds (path and text, weighted by how rare each wor
 memory), where it stood in hybrid search, and how deep it sits. prompt_judge.py decides on it.
 
 Keyword coverage is read with the keyword index's own tokenizer and document frequencies
-(store.term_statistics, fusion.keyword_coverage), so "releasing" meets "released" and a name
-that every note holds weighs next to nothing, while a rare word the prompt names and the
-memory never holds counts against every candidate: a prompt about someone else's life is
-covered by nothing here, however close its meaning."""
+(store.term_statistics), so "releasing" meets "released" and a word that most notes hold
+weighs little, while a rare word the prompt names and the memory never holds counts against
+every candidate: a prompt about someone else's life is covered by nothing here, however close
+its meaning. The weights are Lucene's smoothed IDF, not FTS5's: FTS5 floors a word that half
+the rows hold at nothing, and in a small memory (a new user's few dozen notes) that is every
+word the prompt and its answer share."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from .fusion import keyword_coverage
 from .terms import keyword_terms
 
 TYPE_CHECKING = False
@@ -39,6 +41,25 @@ class Candidate:
         return self.fragment.depth
 
 
+def idf(rows_holding: int, rows: int) -> float:
+    """Smoothed inverse document frequency, always above 0; a word no row holds weighs as one
+    that a single row holds (it says something about the prompt, no more than the rarest)."""
+    n = max(rows_holding, 1)
+    return math.log(1 + (max(rows, n) - n + 0.5) / (n + 0.5))
+
+
+def coverage(terms: dict[str, tuple[frozenset[str], int]], rows: int,
+             docs: dict[str, frozenset[str]]) -> dict[str, float]:
+    """For each fragment, the share of the prompt's IDF mass its tokens hold, 0..1. A term
+    is held when all its tokens are."""
+    weights = [(toks, idf(n, rows)) for toks, n in terms.values()]
+    mass = sum(w for _, w in weights)
+    if mass <= 0:
+        return {fid: 0.0 for fid in docs}
+    return {fid: sum(w for toks, w in weights if toks <= have) / mass
+            for fid, have in docs.items()}
+
+
 def with_coverage(store: Store, prompt: str, found: list[Candidate],
                   ancestors: dict[str, list[str]]) -> list[Candidate]:
     """The candidates with their keyword coverage: the share of the prompt's IDF mass that
@@ -56,6 +77,6 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
         for a in ancestors.get(c.fragment.id, []):
             held |= tokens.get(a, frozenset())
         docs[c.fragment.id] = frozenset(held)
-    share = keyword_coverage(stats, rows, docs)
+    share = coverage(stats, rows, docs)
     return [Candidate(c.fragment, c.cosine, c.branch, c.below, c.rank,
                       share.get(c.fragment.id, 0.0), c.path) for c in found]
