@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin.recall import prompt_recall
+from lore_plugin.recall import prompt_evidence, prompt_recall
 from lore_plugin.recall.memory import Memory
 
 WINDOW = "The billing deploy window is Thursday 09:00 UTC"
@@ -103,3 +103,12 @@ def test_a_matched_concept_gives_way_to_its_child_which_is_judged_and_injected(m
     assert ids[ROLLOUT] in got["ids"]
     assert not {ids["Rollouts"], ids["Releases"]} & set(got["ids"])  # never the heading
     assert f"Releases › Rollouts: {ROLLOUT}" in got["context"]
+
+
+def test_in_a_small_memory_a_word_half_the_notes_hold_still_counts_as_evidence():
+    """FTS5's IDF floors a word that half the rows hold at nothing; in a new user's few notes
+    that is every word a prompt shares with its answer. The smoothed weight keeps it."""
+    terms = {"users": (frozenset({"user"}), 2), "fraction": (frozenset({"fraction"}), 0)}
+    share = prompt_evidence.coverage(terms, 4, {"holds": frozenset({"user", "day"}),
+                                                "lacks": frozenset({"day"})})
+    assert 0.3 < share["holds"] < 1.0 and share["lacks"] == 0.0
