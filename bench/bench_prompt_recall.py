@@ -76,8 +76,8 @@ def rules() -> dict[str, Rule]:
     for weight in (0.0, 0.2, 0.4, 0.6):
         for bar in (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
             for most in (1, 3):
-                name = f"cosine + {weight:.1f} × coverage ≥ {bar:.2f}, {most} answer" \
-                    + ("s" if most > 1 else "")
+                name = f"judge with cosine + {weight:.1f} × coverage ≥ {bar:.2f}, " \
+                    + f"{most} answer" + ("s" if most > 1 else "")
                 out[name] = (lambda c, w=weight, b=bar, m=most:
                              pj.judge(c.found, min_evidence=b, most=m, keyword_weight=w))
     for margin in (0.02, 0.05):
