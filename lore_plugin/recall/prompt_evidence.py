@@ -1,7 +1,7 @@
 """The evidence about each answer a prompt might get (issue 30): how close its meaning is
-(its cosine with the prompt, and that of the heading it was found under), how much of the
+(its cosine with the prompt, and that of the heading it was found under), and how much of the
 prompt's rare words its line holds (path and text, weighted by how rare each word is in this
-memory), where it stood in hybrid search, and how deep it sits. prompt_judge.py decides on it.
+memory). prompt_judge.py decides on it.
 
 Keyword coverage is read with the keyword index's own tokenizer and document frequencies
 (store.term_statistics), so "releasing" meets "released" and a word that most notes hold
@@ -32,13 +32,8 @@ class Candidate:
     cosine: float  # its own cosine with the prompt
     branch: float  # the cosine of the heading it was found under (or of its parent), else 0
     below: bool  # reached only by descending from a heading search found
-    rank: int  # its place in hybrid search's order (answers of one heading share a place)
     coverage: float = 0.0  # the share of the prompt's IDF mass its path and text hold
     path: str = ""  # its ancestors' names, topic first
-
-    @property
-    def depth(self) -> int:
-        return self.fragment.depth
 
 
 def idf(rows_holding: int, rows: int) -> float:
@@ -78,5 +73,5 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
             held |= tokens.get(a, frozenset())
         docs[c.fragment.id] = frozenset(held)
     share = coverage(stats, rows, docs)
-    return [Candidate(c.fragment, c.cosine, c.branch, c.below, c.rank,
-                      share.get(c.fragment.id, 0.0), c.path) for c in found]
+    return [Candidate(c.fragment, c.cosine, c.branch, c.below, share.get(c.fragment.id, 0.0),
+                      c.path) for c in found]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 BUDGET = 600  # characters of remembered text per prompt, item lines included
 CANDIDATES = 10
 MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
-MOST = 4  # the children of a matched heading closest to the prompt that compete as answers
+CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
 DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
 MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
@@ -116,18 +116,18 @@ def candidates(memory: Memory, prompt: str, seen: set[str]) -> list[Candidate] |
         qvec = memory.embed_one(text)
         sims = memory.index.similarities(qvec, wanted) if qvec is not None else {}
         best = {h: sorted((i for i in ids if i in sims), key=sims.__getitem__,
-                          reverse=True)[:MOST * 3] for h, ids in below.items()}
+                          reverse=True)[:CHILDREN * 3] for h, ids in below.items()}
         full = store.get_many([i for ids in best.values() for i in ids if i not in frags])
         for fid, frag in full.items():
             if not is_heading(store, frag):
                 cos[fid], frags[fid] = sims[fid], frag
     out: dict[str, Candidate] = {}
-    for rank, hit in enumerate(order):
-        for fid in ([b for b in best[hit] if b in frags][:MOST] if hit in best else [hit]):
+    for hit in order:
+        for fid in ([b for b in best[hit] if b in frags][:CHILDREN] if hit in best else [hit]):
             if fid in frags and fid not in out:
                 parent = frags[fid].parent_id or ""
                 out[fid] = Candidate(frags[fid], cos[fid],
-                                     branch.get(hit, branch.get(parent, 0.0)), hit in best, rank)
+                                     branch.get(hit, branch.get(parent, 0.0)), hit in best)
     listed = list(out.values())
     ancestry = chains(store, [c.fragment for c in listed])
     where = paths(store, [c.fragment for c in listed], ancestry)
