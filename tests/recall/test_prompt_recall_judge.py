@@ -71,10 +71,13 @@ def test_a_weak_neighbour_does_not_share_the_budget_with_the_answer(memory):
 
 
 @pytest.mark.parametrize("prompt", ["How do I parse a JSON file in Rust?",
-                                    "Who reviews pull requests for the billing service?"])
+                                    "Who reviews pull requests for the billing service?",
+                                    "Which editor does the team use?"])
 def test_a_prompt_memory_cannot_answer_gets_nothing(memory, prompt):
     """The second names the billing service, which every billing note's path holds: words
-    alone are not an answer when the meaning is elsewhere."""
+    alone are not an answer when the meaning is elsewhere. The third matches only a heading
+    ("Editor preferences"), whose one child (tabs in Go files) does not answer it: the
+    heading is not injected in its place."""
     mem, _ = memory
     assert ask(mem, prompt)["context"] is None
 
