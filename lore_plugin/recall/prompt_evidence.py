@@ -1,7 +1,7 @@
 """The evidence about each answer a prompt might get (issue 30): how close its meaning is
 (its cosine with the prompt, and that of the heading it was found under), and how much of the
-prompt's rare words its line holds (path and text, weighted by how rare each word is in this
-memory). prompt_judge.py decides on it.
+prompt's rare words it holds with the branch above it (its own text and its ancestors',
+weighted by how rare each word is in this memory). prompt_judge.py decides on it.
 
 Keyword coverage is read with the keyword index's own tokenizer and document frequencies
 (store.term_statistics), so "releasing" meets "released" and a word that most notes hold
@@ -32,7 +32,7 @@ class Candidate:
     cosine: float  # its own cosine with the prompt
     branch: float  # the cosine of the heading it was found under (or of its parent), else 0
     below: bool  # reached only by descending from a heading search found
-    coverage: float = 0.0  # the share of the prompt's IDF mass its path and text hold
+    coverage: float = 0.0  # the share of the prompt's IDF mass it and its ancestors hold
     path: str = ""  # its ancestors' names, topic first
 
 
@@ -58,7 +58,8 @@ def coverage(terms: dict[str, tuple[frozenset[str], int]], rows: int,
 def with_coverage(store: Store, prompt: str, found: list[Candidate],
                   ancestors: dict[str, list[str]]) -> list[Candidate]:
     """The candidates with their keyword coverage: the share of the prompt's IDF mass that
-    their own text and their ancestors' names hold together (what the injected line holds).
+    their own text and their ancestors' texts hold together: the branch a note sits in says
+    what it is about (its path shows the ancestors' names beside it when it is injected).
     `ancestors`: each candidate's ancestor ids, as paths() read them."""
     terms = keyword_terms(prompt)
     if not terms or not found:

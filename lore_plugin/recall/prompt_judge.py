@@ -2,8 +2,8 @@
 evidence agrees, silence otherwise.
 
 The evidence for one candidate answer is its cosine with the prompt plus a share of its
-keyword coverage (prompt_evidence.py: how much of the prompt's rare words its injected line
-holds). Neither alone is enough: MiniLM rates everyday small talk about someone else's life
+keyword coverage (prompt_evidence.py: how much of the prompt's rare words it and the branch
+above it hold). Neither alone is enough: MiniLM rates everyday small talk about someone else's life
 close to a question about this one (cosine ≈ 0.5), and a line can hold a prompt's common
 words while saying something else. When both agree, the answer is there; a neighbour of the
 answer, or a note on the same subject, has the meaning but not the prompt's particular

@@ -90,9 +90,9 @@ def test_a_neighbour_with_the_meaning_but_not_the_words_stays_silent(memory):
 
 
 def test_the_prompts_words_lift_an_answer_that_meaning_alone_rates_below_the_bar(memory):
-    """"ship" is not "deploy", yet the line (path and text) holds "billing" and "day" ...
-    the cosine alone (≈ 0.64) is below MIN_EVIDENCE; with the keyword evidence it is the
-    answer, and it comes first."""
+    """"ship" is not "deploy", yet the note and its branch hold "billing" and, in the topic's
+    description, "shipped". The cosine alone (≈ 0.64) is below MIN_EVIDENCE; with the
+    keyword evidence it is the answer, and it comes first."""
     mem, ids = memory
     got = ask(mem, "what day do we ship billing?")
     assert got["ids"] and got["ids"][0] == ids[WINDOW]
