@@ -69,7 +69,7 @@ class StoreRequest:
     project: str | None = None
 
 
-# A request, its caller's future, and its placement query's text and vector (see submit_request).
+# A request, its caller's future, and its placement query's text and vector (stage one).
 _Pending = tuple[StoreRequest, "Future[Stored]", tuple[str, Any] | None]
 
 
@@ -91,15 +91,19 @@ class GroupWriter:
         self.max_batch = max_batch
         self.batches: list[int] = []  # sizes of the batches written, for tests and benchmarks
         self.model_calls = 0
-        # Seconds spent in each step, summed (the benchmark's profile): the callers' query
-        # embeddings, then the writer's placement, model call, checks and inserts, commit.
+        # Seconds spent in each step, summed (the benchmark's profile): the placement queries'
+        # model calls, then the writer's placement, model call, checks and inserts, commit.
         self.timings: dict[str, float] = dict.fromkeys(
             ("embed_queries", "place", "embed_texts", "keep", "commit"), 0.0)
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._incoming: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()  # embedded
         self._accepting = threading.Lock()
         self._closed = False
         self._store: Store | None = None
+        self._embedding = threading.Thread(target=self._run_embedding, daemon=True,
+                                           name="lore-group-embed")
         self._thread = threading.Thread(target=self._run, name="lore-group-writer", daemon=True)
+        self._embedding.start()
         self._thread.start()
 
     # -- callers -----------------------------------------------------------------------
@@ -112,63 +116,83 @@ class GroupWriter:
                                                 importance, project)).result()
 
     def submit_request(self, request: StoreRequest) -> Future[Stored]:
-        """Queues the request; the future answers once it is committed. Its placement query
-        is embedded here, on the caller's thread: callers wait anyway, and that half of the
-        model's work then runs beside the writer's instead of in front of it."""
-        if self._closed:
-            raise GroupWriteFailed("the memory's writer is closed")
-        ahead = self._embed_query(request)
+        """Queues the request; the future answers once it is committed."""
         done: Future[Stored] = Future()
         with self._accepting:
             if self._closed:
                 raise GroupWriteFailed("the memory's writer is closed")
-            self._queue.put((request, done, ahead))
+            self._incoming.put((request, done, None))
         return done
 
-    def _embed_query(self, request: StoreRequest) -> tuple[str, Any] | None:
-        if self.embedder is None or not _placed_here(request):
-            return None
-        try:
-            words = self._query_words(request)
-            if not getattr(self.embedder, "available", True):
-                return None
-            started = time.perf_counter()
-            vector = self.embedder.embed([words])[0]
-            self.timings["embed_queries"] += time.perf_counter() - started
-            return words, vector
-        except Exception:  # noqa: BLE001 - the writer embeds it (or logs why it cannot)
-            return None
-
     def close(self, timeout: float | None = None) -> None:
-        """Drains: what was submitted is written and answered, then the thread ends."""
+        """Drains: what was submitted is written and answered, then the threads end."""
         with self._accepting:
             if not self._closed:
                 self._closed = True
-                self._queue.put(None)
+                self._incoming.put(None)
+        self._embedding.join(timeout)
         self._thread.join(timeout)
 
     @property
     def closed(self) -> bool:
         return self._closed
 
-    # -- the writer thread -------------------------------------------------------------
-    def _run(self) -> None:
+    # -- the two stages ------------------------------------------------------------------
+    @staticmethod
+    def _take(source: queue.SimpleQueue[_Pending | None], most: int
+              ) -> tuple[list[_Pending], bool]:
+        """What is queued (waiting for the first), at most `most`; and whether the end came."""
+        first = source.get()
+        if first is None:
+            return [], True
+        taken = [first]
+        while len(taken) < most:
+            try:
+                more = source.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                return taken, True
+            taken.append(more)
+        return taken, False
+
+    def _run_embedding(self) -> None:
+        """Stage one: the placement queries of what is queued, embedded in one model call
+        while the writer is busy with the batch before (the model and SQLite both work
+        outside the GIL, so the two stages share two cores)."""
         stopping = False
         while not stopping:
-            first = self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < self.max_batch:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    stopping = True
-                    break
-                batch.append(more)
-            self._write(batch)
+            taken, stopping = self._take(self._incoming, self.max_batch)
+            ahead = self._embed_queries([request for request, _, _ in taken])
+            for (request, done, _), vector in zip(taken, ahead):
+                self._queue.put((request, done, vector))
+        self._queue.put(None)
+
+    def _embed_queries(self, requests: list[StoreRequest]) -> list[tuple[str, Any] | None]:
+        out: list[tuple[str, Any] | None] = [None] * len(requests)
+        if self.embedder is None or not requests:
+            return out
+        try:
+            asked = {i: self._query_words(r) for i, r in enumerate(requests) if _placed_here(r)}
+            if not asked or not getattr(self.embedder, "available", True):
+                return out
+            started = time.perf_counter()
+            vectors = self.embedder.embed(list(asked.values()))
+            self.timings["embed_queries"] += time.perf_counter() - started
+            self.model_calls += 1
+        except Exception:  # noqa: BLE001 - the writer embeds them (or logs why it cannot)
+            return out
+        for (i, words), vector in zip(asked.items(), vectors):
+            out[i] = (words, vector)
+        return out
+
+    def _run(self) -> None:
+        """Stage two: the writer."""
+        stopping = False
+        while not stopping:
+            batch, stopping = self._take(self._queue, self.max_batch)
+            if batch:
+                self._write(batch)
         if self._store is not None:
             self._store.close()
             self._store = None
