@@ -135,17 +135,23 @@ def test_two_identical_stores_in_one_batch_behave_as_they_would_one_after_the_ot
 def test_a_request_with_bad_arguments_fails_alone_and_the_rest_of_its_batch_is_written(memory):
     writer = writer_for(memory)
     try:
-        good, empty, orphan, wrong_depth, later = one_batch(writer, memory.db_path, [
+        good, empty, orphan, wrong_depth, too_deep, later = one_batch(writer, memory.db_path, [
             numbered(1), ("", "no content"), (*numbered(2), "0" * 32, 3),
-            (*numbered(3), None, 99), numbered(4)])
+            (*numbered(3), None, 99), (*numbered(5), None, 9), numbered(4)])
     finally:
         writer.close()
-    assert writer.batches == [1, 5]
+    assert writer.batches == [1, 6]
+    # Placed at depth 9, it made the levels 2 to 8 to hold it before the store refused the
+    # depth; those stay, as they did when each level was its own transaction.
+    assert isinstance(too_deep.exception(), InvalidInput)
+    assert max(depth for depth, _, _ in shape(memory.db_path)) == 8
     assert isinstance(empty.exception(), InvalidInput)
     assert isinstance(orphan.exception(), NotFound)
     assert isinstance(wrong_depth.exception(), InvalidInput)
     assert not good.result().duplicate and not later.result().duplicate
-    assert set(facts(memory.db_path)) == {BLOCKER[1], numbered(1)[1], numbered(4)[1]}
+    # (the depth-2 level made for the one too deep is named after it)
+    assert set(facts(memory.db_path)) == {BLOCKER[1], numbered(1)[1], numbered(4)[1],
+                                          numbered(5)[1]}
 
 
 def test_a_database_error_fails_every_caller_in_the_batch_and_commits_none_of_it(memory):
@@ -171,6 +177,26 @@ def test_a_database_error_fails_every_caller_in_the_batch_and_commits_none_of_it
     ids = [i.decode() for i in writer.index.ids]
     assert len(ids) == len(set(ids))
     assert set(ids) <= {fid for fid, _, _ in _rows(memory.db_path)}
+
+
+def test_a_caller_hears_of_success_only_once_its_commit_succeeded(memory):
+    """A deferred foreign key fails the batch at COMMIT itself, after every write in it went
+    through: an answer given before the commit would claim a store that never happened."""
+    writer = writer_for(memory)
+    fails = Store(memory.db_path)
+    fails.execute("CREATE TABLE held (fid TEXT REFERENCES fragments(id) "
+                  "DEFERRABLE INITIALLY DEFERRED)")
+    fails.execute("CREATE TRIGGER hold AFTER INSERT ON fragments "
+                  "BEGIN INSERT INTO held VALUES ('no such fragment'); END")
+    try:
+        futures = [writer.submit_request(_request(numbered(i))) for i in range(3)]
+        errors = [f.exception(timeout=120) for f in futures]
+        assert all(isinstance(e, GroupWriteFailed) and "FOREIGN KEY" in str(e) for e in errors)
+        assert not facts(memory.db_path)
+    finally:
+        fails.execute("DROP TRIGGER hold")
+        fails.close()
+        writer.close()
 
 
 def _rows(db_path: Path) -> list[tuple[str, int, bytes]]:
