@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 64  # requests a transaction: bounds the model call (~0.2 s for 64 short texts)
 ATTEMPTS = 3  # a batch that meets a database error is tried this many times
 RETRY_PAUSE = 0.05  # seconds before the second attempt, four times that before the third
+CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at exit
 
 
 class GroupWriteFailed(LoreError):
@@ -100,6 +101,10 @@ class GroupWriter:
         self._accepting = threading.Lock()
         self._closed = False
         self._store: Store | None = None
+        # numpy before the threads: both import it, and two threads importing it at once can
+        # see it half-initialised (server/tools.py main() says the same).
+        import numpy  # noqa: F401
+
         self._embedding = threading.Thread(target=self._run_embedding, daemon=True,
                                            name="lore-group-embed")
         self._thread = threading.Thread(target=self._run, name="lore-group-writer", daemon=True)
@@ -335,5 +340,7 @@ def group_writer(memory: Memory) -> GroupWriter:
             writer = GroupWriter(lambda: Store(path), memory.embedder, index=memory.index,
                                  clock=memory.clock, project=memory.project, tz=memory.tz)
             _writers[memory] = writer
-            memory.close_first(writer.close)
+            # Bounded: a batch stuck on a busy database must not hang the server's exit (what
+            # it holds was never acknowledged, so nothing said to be stored is lost).
+            memory.close_first(partial(writer.close, CLOSE_WAIT))
         return writer
