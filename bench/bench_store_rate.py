@@ -117,6 +117,55 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
     return out
 
 
+def child_profile(db: Path, stores: int) -> dict:
+    """Where one store's time goes on the path it took before (one caller, store_knowledge):
+    cumulative seconds in the model, placement's search, the near-duplicate check and the
+    insert with its commit, from cProfile. Run on the base checkout."""
+    import cProfile
+    import pstats
+
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.recall.storing import store_knowledge
+
+    memory = Memory(db, LocalEmbedder(model_cache()), project=PROJECT)
+    assert memory.embedder_ready()
+    memory.search("warm up", limit=1)
+    work = [fact(i % len(SUBJECTS), 1000 + i) for i in range(stores)]
+    profile = cProfile.Profile()
+    began = time.perf_counter()
+    profile.enable()
+    for item in work:
+        store_knowledge(memory, *item)
+    profile.disable()
+    elapsed = time.perf_counter() - began
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+
+    def cumulative(module: str, name: str) -> float:
+        return sum(v[3] for (path, _, func), v in stats.items()
+                   if path.endswith(module) and func == name)
+
+    model = cumulative("embedding/embedder.py", "embed") / 2  # LocalEmbedder and its model
+    place = cumulative("recall/storing.py", "_place")
+    out = {"stores": stores, "ms_per_store": round(elapsed / stores * 1000, 2),
+           "model_ms": round(model / stores * 1000, 2),
+           # placement's query is one of a store's two model calls
+           "placement_search_ms": round((place - model / 2) / stores * 1000, 2),
+           "duplicate_check_ms": round(cumulative("recall/storing.py", "near_duplicate")
+                                       / stores * 1000, 2),
+           "insert_and_commit_ms": round(cumulative("recall/memory_writes.py", "store")
+                                         / stores * 1000, 2)}
+    texts = [f"{s}\n{c}" for c, s in work[:32]]
+    memory.embedder.embed(texts[:4])  # type: ignore[union-attr]
+    for size in (1, 16):
+        began = time.perf_counter()
+        for start in range(0, 32, size):
+            memory.embedder.embed(texts[start:start + size])  # type: ignore[union-attr]
+        out[f"model_texts_per_s_batch_{size}"] = round(32 / (time.perf_counter() - began), 1)
+    memory.close()
+    return out
+
+
 # -- the parent ----------------------------------------------------------------------------
 def run_child(root: Path, *args: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -140,12 +189,15 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--seed", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.root is not None:  # a child
         sys.path.insert(0, str(args.root))
         if args.seed is not None:
             child_seed(args.seed)
             print("{}")
+        elif args.profile is not None:
+            print(json.dumps(child_profile(args.profile, args.stores)))
         else:
             db, mode, callers = args.measure
             print(json.dumps(child_measure(Path(db), mode, int(callers), args.stores)))
@@ -186,6 +238,11 @@ def main() -> None:
                       for k in runs[0]["timings_s"]}
             print(f"grouped, {n} callers, seconds per {args.stores} stores: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in totals.items()))
+        db = work / "profile.db"
+        shutil.copy(seed, db)
+        profile = run_child(args.base, "--stores", str(args.stores), "--profile", str(db))
+        print(f"\nbefore, one caller, per store (cProfile, one run): {json.dumps(profile)}")
+        results[("profile", 1)] = [profile]
         if args.json:
             Path(args.json).write_text(json.dumps(
                 {f"{m}-{n}": r for (m, n), r in results.items()}, indent=2))

@@ -260,7 +260,8 @@ class GroupWriter:
             memory = BatchMemory(store, view, embedder, self.clock, self.tz)
             if embedder is not None:
                 embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
-                embedder.prefill([self._query_words(r) for r in requests if _placed_here(r)])
+                embedder.prefill([self._query_words(r) for r, _, ahead in batch
+                                  if ahead is None and _placed_here(r)])
             marks = [time.perf_counter()]
             for i, request in enumerate(requests):
                 memory.project = request.project or self.project
