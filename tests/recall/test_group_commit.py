@@ -132,6 +132,19 @@ def test_two_identical_stores_in_one_batch_behave_as_they_would_one_after_the_ot
     assert facts(memory.db_path)[FACT[1]] == 1
 
 
+def test_each_request_is_stored_for_its_own_sessions_project(memory):
+    writer = writer_for(memory)  # its own project is /work/project-a
+    try:
+        mine, theirs = one_batch(writer, memory.db_path, [
+            (*FACT, None, 2, "agent", 0.6, None),
+            (*UNRELATED, None, 2, "agent", 0.6, "/work/project-b")])
+    finally:
+        writer.close()
+    assert mine.result().fragment.project == "/work/project-a"
+    assert theirs.result().fragment.project == "/work/project-b"
+    assert (0, "Project project-b", None) in shape(memory.db_path)
+
+
 def test_a_request_with_bad_arguments_fails_alone_and_the_rest_of_its_batch_is_written(memory):
     writer = writer_for(memory)
     try:
