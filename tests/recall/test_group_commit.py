@@ -194,22 +194,32 @@ def test_a_database_error_fails_every_caller_in_the_batch_and_commits_none_of_it
 
 def test_a_caller_hears_of_success_only_once_its_commit_succeeded(memory):
     """A deferred foreign key fails the batch at COMMIT itself, after every write in it went
-    through: an answer given before the commit would claim a store that never happened."""
-    writer = writer_for(memory)
+    through: an answer given before the commit would claim a store that never happened. The
+    rows it wrote were searched by the requests after them in the batch, and must not stay
+    in the index the queries use."""
+    writer = GroupWriter(lambda: Store(memory.db_path), memory.embedder, index=memory.index,
+                         clock=memory.clock, project=memory.project)
+    writer.submit(*BLOCKER)
     fails = Store(memory.db_path)
     fails.execute("CREATE TABLE held (fid TEXT REFERENCES fragments(id) "
                   "DEFERRABLE INITIALLY DEFERRED)")
     fails.execute("CREATE TRIGGER hold AFTER INSERT ON fragments "
                   "BEGIN INSERT INTO held VALUES ('no such fragment'); END")
     try:
-        futures = [writer.submit_request(_request(numbered(i))) for i in range(3)]
+        futures = one_batch(writer, memory.db_path, [numbered(i) for i in range(3)])
         errors = [f.exception(timeout=120) for f in futures]
         assert all(isinstance(e, GroupWriteFailed) and "FOREIGN KEY" in str(e) for e in errors)
-        assert not facts(memory.db_path)
-    finally:
+        assert set(facts(memory.db_path)) == {BLOCKER[1]}
         fails.execute("DROP TRIGGER hold")
+        stored = [writer.submit(*numbered(i)) for i in (5, 6)]
+    finally:
         fails.close()
         writer.close()
+    memory.index.refresh(memory.reader)
+    ids = [i.decode() for i in memory.index.ids]
+    assert sorted(ids) == sorted(fid for fid, _, _ in _rows(memory.db_path))
+    found = memory.query(numbered(5)[1], depth=2, limit=1, reinforce=False).fragments
+    assert found[0].fragment.id == stored[0].fragment.id
 
 
 def _rows(db_path: Path) -> list[tuple[str, int, bytes]]:
