@@ -102,13 +102,15 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
     for t in threads:
         t.start()
     start.wait()
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - began
+    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
     out = {"mode": mode, "callers": callers, "stores": stores,
            "per_s": round(stores / elapsed, 1),
-           "p50_ms": round(statistics.median(latencies) * 1000, 1)}
+           "p50_ms": round(statistics.median(latencies) * 1000, 1),
+           # CPU time of the whole process a store: what a loaded machine changes least
+           "cpu_ms": round(cpu / stores * 1000, 1)}
     if mode == "grouped":
         out["batches"] = round(statistics.mean(writer.batches), 1)
         out["model_calls"] = writer.model_calls
@@ -222,16 +224,19 @@ def main() -> None:
                     print(json.dumps(got), file=sys.stderr)
         print(f"\nstore_memory throughput, {args.stores} stores, median of {args.rounds} "
               "alternating runs (stores/s; p50 latency ms)")
-        print("| callers | today | grouped | speed-up | grouped batch (mean) |")
-        print("|---|---|---|---|---|")
+        print("| callers | today | grouped | speed-up | grouped batch (mean) | CPU ms a store, "
+              "today / grouped |")
+        print("|---|---|---|---|---|---|")
         for n in callers:
             today = statistics.median(r["per_s"] for r in results[("today", n)])
             grouped = statistics.median(r["per_s"] for r in results[("grouped", n)])
             t50 = statistics.median(r["p50_ms"] for r in results[("today", n)])
             g50 = statistics.median(r["p50_ms"] for r in results[("grouped", n)])
             size = statistics.median(r["batches"] for r in results[("grouped", n)])
+            tcpu = statistics.median(r["cpu_ms"] for r in results[("today", n)])
+            gcpu = statistics.median(r["cpu_ms"] for r in results[("grouped", n)])
             print(f"| {n} | {today} ({t50} ms) | {grouped} ({g50} ms) | "
-                  f"{grouped / today:.2f}x | {size} |")
+                  f"{grouped / today:.2f}x | {size} | {tcpu} / {gcpu} |")
         for n in callers:
             runs = results[("grouped", n)]
             totals = {k: statistics.median(r["timings_s"][k] for r in runs)

@@ -290,7 +290,16 @@ def run_child(db: Path, requests: list[tuple[str, str]], crash_at: str | None
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line]
 
 
-@pytest.mark.parametrize("point", ["group-before-commit:2", "group-after-commit:2"])
+KILLED_AT = ["group-before-commit:2", "group-after-commit:2"]
+
+
+def test_every_group_commit_crash_point_in_the_code_is_exercised_here():
+    from lore_plugin.core import faults
+
+    assert {point.partition(":")[0] for point in KILLED_AT} == set(faults.GROUP_POINTS)
+
+
+@pytest.mark.parametrize("point", KILLED_AT)
 def test_a_writer_killed_in_its_transaction_loses_nothing_acknowledged_and_a_retry_copies_nothing(
         point, tmp_path):
     db = tmp_path / "memory.db"
