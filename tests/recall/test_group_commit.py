@@ -320,3 +320,34 @@ def test_a_writer_killed_in_its_transaction_loses_nothing_acknowledged_and_a_ret
     for summary, fid, duplicate in again:
         if summary in kept:
             assert duplicate and (summary not in first or first[summary] == fid)
+
+
+# -- the MCP server's store_memory goes through it ---------------------------------------
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_concurrent_store_memory_calls_to_one_real_server_are_each_stored_once(
+        tmp_path, anyio_backend):
+    import anyio
+
+    from lore_plugin.embedding.embedder import assemble_from_packages
+    from tests.conftest import MODEL_CACHE
+    from tests.server.test_server import running
+
+    model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
+    assert model_dir is not None
+    (tmp_path / "project").mkdir()
+    answers: list[dict] = []
+    calls = [numbered(i) for i in range(10)] + [FACT, FACT]
+    async with running(tmp_path / "memory.db", tmp_path / "project", model_dir) as lore:
+        async def one(content: str, summary: str) -> None:
+            _, data = await lore.ok("store_memory", content=content, summary=summary)
+            answers.append(data)
+
+        async with anyio.create_task_group() as group:
+            for args in calls:
+                group.start_soon(one, *args)
+    assert len(answers) == 12
+    repeated = [a for a in answers if a["summary"] == FACT[1]]
+    assert sorted(a["duplicate"] for a in repeated) == [False, True]
+    assert repeated[0]["id"] == repeated[1]["id"]
+    assert facts(tmp_path / "memory.db") == Counter(summary for _, summary in calls[:11])
