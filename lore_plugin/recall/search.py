@@ -68,11 +68,6 @@ class VectorIndex:
         index.matrix = np.empty((0, EMBED_DIM), dtype=np.float32)
         return index
 
-    @property
-    def epoch(self) -> tuple[str, int] | None:
-        """The (vector epoch, last row) this index holds, None before its first load."""
-        return self._epoch
-
     def refresh(self, store: Store) -> None:
         import numpy as np
 
