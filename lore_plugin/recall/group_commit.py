@@ -97,7 +97,11 @@ class GroupWriter:
         self.timings: dict[str, float] = dict.fromkeys(
             ("embed_queries", "place", "embed_texts", "keep", "commit"), 0.0)
         self._incoming: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()  # embedded
+        # Groups handed on whole, so the writer never takes half of one.
+        self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
+        self._counting = threading.Lock()
+        self._queued = 0  # submitted, not yet taken by the writer
+        self._ready = 0  # of those, embedded and waiting for the writer
         self._accepting = threading.Lock()
         self._closed = False
         self._store: Store | None = None
@@ -126,8 +130,20 @@ class GroupWriter:
         with self._accepting:
             if self._closed:
                 raise GroupWriteFailed("the memory's writer is closed")
+            with self._counting:
+                self._queued += 1
             self._incoming.put((request, done, None))
         return done
+
+    @property
+    def queued(self) -> int:
+        """Requests submitted and not yet taken into a batch by the writer."""
+        return self._queued
+
+    @property
+    def ready(self) -> int:
+        """Of those, the ones past the first stage, waiting for the writer."""
+        return self._ready
 
     def close(self, timeout: float | None = None) -> None:
         """Drains: what was submitted is written and answered, then the threads end."""
@@ -169,8 +185,11 @@ class GroupWriter:
         while not stopping:
             taken, stopping = self._take(self._incoming, self.max_batch)
             ahead = self._embed_queries([request for request, _, _ in taken])
-            for (request, done, _), vector in zip(taken, ahead):
-                self._queue.put((request, done, vector))
+            if taken:
+                with self._counting:
+                    self._ready += len(taken)
+                self._queue.put([(request, done, vector)
+                                 for (request, done, _), vector in zip(taken, ahead)])
         self._queue.put(None)
 
     def _embed_queries(self, requests: list[StoreRequest]) -> list[tuple[str, Any] | None]:
@@ -195,9 +214,23 @@ class GroupWriter:
         """Stage two: the writer."""
         stopping = False
         while not stopping:
-            batch, stopping = self._take(self._queue, self.max_batch)
-            if batch:
-                self._write(batch)
+            group = self._queue.get()
+            if group is None:
+                break
+            batch = list(group)
+            while len(batch) < self.max_batch:  # what else is ready (bounded by a group)
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stopping = True
+                    break
+                batch.extend(more)
+            with self._counting:
+                self._queued -= len(batch)
+                self._ready -= len(batch)
+            self._write(batch)
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -58,12 +58,20 @@ def one_batch(writer: GroupWriter, db_path: Path, requests: list[tuple]) -> list
     """Submits `requests` so that they are written together, in order, in one batch."""
     with database_held(db_path):
         blocker = writer.submit_request(_request(BLOCKER))
-        time.sleep(0.5)  # the writer has taken the blocker and waits on the lock
+        until(lambda: writer.queued == 0)  # the writer took it and waits on the lock
         futures = [writer.submit_request(_request(r)) for r in requests]
+        until(lambda: writer.ready == len(requests))  # all embedded, none taken
     blocker.exception(timeout=60)
     for f in futures:
         f.exception(timeout=60)
     return futures
+
+
+def until(condition) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, "the group writer never got there"
+        time.sleep(0.01)
 
 
 def _request(args: tuple):  # type: ignore[no-untyped-def]
