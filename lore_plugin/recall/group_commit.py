@@ -131,8 +131,13 @@ class GroupWriter:
             if self._closed:
                 raise GroupWriteFailed("the memory's writer is closed")
             with self._counting:
+                idle = self._queued == 0
                 self._queued += 1
-            self._incoming.put((request, done, None))
+                if idle:  # nothing ahead of it anywhere: straight to the writer, which embeds
+                    self._ready += 1  # its query itself (one thread hand-off less alone)
+                    self._queue.put([(request, done, None)])
+            if not idle:
+                self._incoming.put((request, done, None))
         return done
 
     @property
