@@ -292,14 +292,16 @@ class GroupWriter:
             self.index = VectorIndex(snapshot_path(store.path))
         outcome: list[Stored | BaseException | None] = [None] * len(requests)
         placed: list[Placed | None] = [None] * len(requests)
+        embedder = None if self.embedder is None else PrefilledEmbedder(self.embedder)
+        # The queries' model call comes before the transaction; the texts' call runs inside it
+        # (their parents are known only there), so the lock is held for one batched call.
+        if embedder is not None:
+            embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
+            embedder.prefill([self._query_words(r) for r, _, ahead in batch
+                              if ahead is None and _placed_here(r)])
         with store.write():
             view = BatchIndex(self.index, store)
-            embedder = None if self.embedder is None else PrefilledEmbedder(self.embedder)
             memory = BatchMemory(store, view, embedder, self.clock, self.tz)
-            if embedder is not None:
-                embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
-                embedder.prefill([self._query_words(r) for r, _, ahead in batch
-                                  if ahead is None and _placed_here(r)])
             marks = [time.perf_counter()]
             for i, request in enumerate(requests):
                 memory.project = request.project or self.project
