@@ -296,9 +296,11 @@ class GroupWriter:
         # The queries' model call comes before the transaction; the texts' call runs inside it
         # (their parents are known only there), so the lock is held for one batched call.
         if embedder is not None:
+            started = time.perf_counter()
             embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
             embedder.prefill([self._query_words(r) for r, _, ahead in batch
                               if ahead is None and _placed_here(r)])
+            self.timings["embed_queries"] += time.perf_counter() - started
         with store.write():
             view = BatchIndex(self.index, store)
             memory = BatchMemory(store, view, embedder, self.clock, self.tz)
