@@ -82,6 +82,7 @@ class MemoryBase:
         # slowest stage sets the latency rather than the sum of them.
         self._keyword_store: Store | None = None
         self._keyword_pool: ThreadPoolExecutor | None = None
+        self._closers: list[Callable[[], None]] = []  # see close_first
 
     @property
     def index(self) -> VectorIndex:
@@ -104,7 +105,15 @@ class MemoryBase:
             self._reader = Store(self.db_path, readonly=True)
         return self._reader
 
+    def close_first(self, closer: Callable[[], None]) -> None:
+        """Something to end before the connections close: the group writer
+        (group_commit.group_writer), which drains its queue into the database first."""
+        self._closers.append(closer)
+
     def close(self) -> None:
+        closers, self._closers = self._closers, []
+        for closer in closers:
+            closer()
         if self._keyword_pool is not None:
             self._keyword_pool.shutdown(wait=True)
         for store in (self._reader, self._writer, self._keyword_store):

@@ -54,6 +54,20 @@ class VectorIndex:
         self.reduced: np.ndarray | None = None
         self._dates: tuple[tuple[str, int], np.ndarray] | None = None  # loaded on first use
 
+    @classmethod
+    def appended_after(cls, epoch: tuple[str, int]) -> VectorIndex:
+        """An empty index that loads only the rows appended after `epoch` (the store's
+        vector_epoch): a group-commit batch's own rows, kept out of the shared index until
+        they are committed (group_view.BatchIndex)."""
+        import numpy as np
+
+        index = cls()
+        index._epoch = epoch
+        index.rowids = np.empty(0, dtype=np.int64)
+        index.depths = np.empty(0, dtype=np.int16)
+        index.matrix = np.empty((0, EMBED_DIM), dtype=np.float32)
+        return index
+
     def refresh(self, store: Store) -> None:
         import numpy as np
 

@@ -113,9 +113,31 @@ def _place(memory: Memory, summary: str, content: str, depth: int, source: str
     return anchor, tuple(created)
 
 
-def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
-                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Stored:
-    """Stores one fragment where it belongs, or reinforces the one it repeats."""
+@dataclass(frozen=True)
+class Placed:
+    """A store request checked, redacted and placed, waiting for its vector: what
+    store_knowledge does before the model runs on the text it keeps (group_commit.py embeds
+    many of these in one batch)."""
+    content: str
+    summary: str
+    depth: int
+    parent: Fragment | None
+    created: tuple[Fragment, ...]
+    placed: bool  # the parent was chosen here, not given
+    source: str
+    importance: float
+
+    @property
+    def text(self) -> str:
+        """What is embedded: the text in the context of its parent."""
+        return embedding_text(self.summary, self.content,
+                              self.parent.summary if self.parent else None)
+
+
+def place_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
+                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Placed:
+    """store_knowledge's first half: checks, redaction, and the parent (given, found, or
+    made)."""
     for value, name in ((content, "content"), (summary, "summary")):
         if not isinstance(value, str) or not value.strip():
             raise InvalidInput(f"{name} must be non-empty text")
@@ -127,18 +149,32 @@ def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str |
         parent = memory.get(parent_id)
     elif isinstance(depth, int) and not isinstance(depth, bool) and depth > 0:
         parent, created = _place(memory, summary, content, depth, source)
-    vector = memory.embed_one(embedding_text(summary, content, parent.summary if parent else None))
-    if not created and (parent is None or parent.depth == depth - 1):
-        same = near_duplicate(memory, summary, content, vector, parent.id if parent else None,
-                              depth)
+    return Placed(content, summary, depth, parent, created, parent_id is None, source,
+                  importance)
+
+
+def keep_placed(memory: Memory, placed: Placed, vector: Any | None) -> Stored:
+    """store_knowledge's second half, once `vector` (of placed.text) is known: reinforces the
+    near-duplicate it repeats, or stores it."""
+    parent, depth, source = placed.parent, placed.depth, placed.source
+    if not placed.created and (parent is None or parent.depth == depth - 1):
+        same = near_duplicate(memory, placed.summary, placed.content, vector,
+                              parent.id if parent else None, depth)
         if same is not None:
             memory.reinforce([same])
             if source in ("remember", "user"):  # the user said it again: confirmed
                 memory.writer.confirm([same], memory.clock())
-            return Stored(memory.get(same), duplicate=True, placed=parent_id is None)
-    frag = memory.store(content, summary, parent.id if parent else None, depth, importance,
-                        source=source, vector=vector)
-    return Stored(frag, created=created, placed=parent_id is None and depth > 0)
+            return Stored(memory.get(same), duplicate=True, placed=placed.placed)
+    frag = memory.store(placed.content, placed.summary, parent.id if parent else None, depth,
+                        placed.importance, source=source, vector=vector)
+    return Stored(frag, created=placed.created, placed=placed.placed and depth > 0)
+
+
+def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
+                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Stored:
+    """Stores one fragment where it belongs, or reinforces the one it repeats."""
+    placed = place_knowledge(memory, content, summary, parent_id, depth, source, importance)
+    return keep_placed(memory, placed, memory.embed_one(placed.text))
 
 
 def stored_text(stored: Stored, parent: Fragment | None) -> str:

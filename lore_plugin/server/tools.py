@@ -26,8 +26,9 @@ from .. import __version__
 from ..core.errors import LoreError
 from ..core.types import Fragment
 from ..recall import render
+from ..recall.group_commit import group_writer
 from ..recall.memory import Memory
-from ..recall.storing import store_knowledge, stored_text
+from ..recall.storing import stored_text
 from ..store import BusyError, Store
 from .tool_schema import (
     ContentArg,
@@ -313,7 +314,10 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
         new topic. Knowledge already stored is not copied: the answer gives the existing id."""
         # Two calls: a busy retry of the first must never repeat a write that went through.
-        stored = service.call(lambda m: store_knowledge(m, content, summary, parent_id, depth), True)
+        try:  # grouped with concurrent stores, committed before it returns; no service lock
+            stored = group_writer(service.memory).submit(content, summary, parent_id, depth)
+        except LoreError as exc:
+            raise ToolError(str(exc)) from exc
         frag, parent = stored.fragment, service.call(lambda m: m.parent(stored.fragment.id))
         return answer(stored_text(stored, parent), StoreAnswer(
             id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from .backup import Backup
 from .bookkeeping import Bookkeeping
-from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, StoreError, new_id
+from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, DatabaseError, StoreError, new_id
 from .curation import Curation
 from .decay import Decay
 from .forgetting import Forgetting
@@ -40,7 +40,7 @@ from .terms import Terms
 from .upkeep import Upkeep
 
 __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK", "IN_CHUNK",
-           "BusyError", "Store", "StoreError", "new_id"]
+           "BusyError", "DatabaseError", "Store", "StoreError", "new_id"]
 
 
 class Store(Curation, Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping,

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_MS = 10_000
 IN_CHUNK = 500  # values per IN (...) list; SQLite allows a few thousand parameters
 BusyError = apsw.BusyError  # re-exported so callers can retry without importing apsw
+DatabaseError = apsw.Error  # any failure of SQLite itself (busy, full disk, I/O, corruption)
 
 
 class StoreError(LoreError):
@@ -100,6 +101,21 @@ class Connection:
             raise
         else:
             self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A part of the open write transaction that can fail alone: on an error its own
+        changes are undone and the rest of the transaction goes on (group commit: one
+        request's bad arguments must not undo the others in its batch)."""
+        self.conn.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO part")
+            self.conn.execute("RELEASE part")
+            raise
+        else:
+            self.conn.execute("RELEASE part")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[None]:

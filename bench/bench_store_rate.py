@@ -1,0 +1,259 @@
+"""store_memory throughput with 1, 4 and 16 concurrent callers: today's path (each store in
+its own transaction, under the server's lock) beside group commit (recall/group_commit.py),
+in one run, alternating.
+
+    python bench/bench_store_rate.py --base /tmp/base-main [--rounds 3] [--stores 96]
+
+`--base` is a checkout of the code to compare with (`git worktree add --detach /tmp/base-main
+main`). Each measurement is a fresh child process on a copy of one seeded database (200 facts
+under 20 concepts, stored through store_knowledge), with the model loaded and the index warm
+before the clock starts. "today" calls the server's Service.call(store_knowledge) exactly as
+the store_memory tool did; "grouped" calls group_writer(memory).submit as it does now. The
+grouped runs also report where the writer's time went."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBJECTS = ["billing", "search", "auth", "deploy", "cache", "queue", "mailer", "reports",
+            "gateway", "scheduler", "storage", "metrics", "logging", "payments", "profiles",
+            "uploads", "exports", "webhooks", "sessions", "alerts"]
+ASPECTS = ["timeout", "retry limit", "port", "owner", "batch size", "region", "log level",
+           "rate limit", "cron slot", "version", "quota", "replica count"]
+PROJECT = "/work/bench-project"
+
+
+def fact(subject: int, n: int) -> tuple[str, str]:
+    name, aspect = SUBJECTS[subject % len(SUBJECTS)], ASPECTS[n % len(ASPECTS)]
+    value = 100 + 7 * n + subject
+    return (f"The {name} service's {aspect} is {value}; agreed with the team in review {n}.",
+            f"{name.capitalize()} {aspect} is {value} (review {n})")
+
+
+def model_cache() -> Path:
+    return Path(os.environ.get("LORE_TEST_MODEL_CACHE",
+                               Path.home() / ".cache" / "lore-tests" / "models"))
+
+
+# -- the children: one measurement each, importing the code under --root -------------------
+def child_seed(db: Path) -> None:
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.recall.storing import store_knowledge
+
+    memory = Memory(db, LocalEmbedder(model_cache()), project=PROJECT)
+    for subject in range(len(SUBJECTS)):
+        for n in range(10):
+            store_knowledge(memory, *fact(subject, n))
+    memory.close()
+
+
+def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.server.tools import Service
+
+    memory = Memory(db, LocalEmbedder(model_cache()), project=PROJECT)
+    service = Service(memory)
+    assert memory.embedder_ready()
+    memory.search("warm up", limit=1)  # the index and the model warm, as a served session is
+    if mode == "today":
+        from lore_plugin.recall.storing import store_knowledge
+
+        def store(content: str, summary: str) -> object:
+            return service.call(lambda m: store_knowledge(m, content, summary), True)
+    else:
+        from lore_plugin.recall.group_commit import group_writer
+
+        writer = group_writer(memory)
+
+        def store(content: str, summary: str) -> object:
+            return writer.submit(content, summary)
+    # New facts about known subjects (new aspects and reviews), so placement finds a branch.
+    work = [fact(i % len(SUBJECTS), 1000 + i) for i in range(stores)]
+    latencies: list[float] = []
+    lock = threading.Lock()
+    start = threading.Barrier(callers + 1)
+
+    def caller() -> None:
+        start.wait()
+        while True:
+            with lock:
+                if not work:
+                    return
+                item = work.pop()
+            began = time.perf_counter()
+            store(*item)
+            with lock:
+                latencies.append(time.perf_counter() - began)
+
+    threads = [threading.Thread(target=caller) for _ in range(callers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    began, cpu = time.perf_counter(), time.process_time()
+    for t in threads:
+        t.join()
+    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    out = {"mode": mode, "callers": callers, "stores": stores,
+           "per_s": round(stores / elapsed, 1),
+           "p50_ms": round(statistics.median(latencies) * 1000, 1),
+           # CPU time of the whole process a store: what a loaded machine changes least
+           "cpu_ms": round(cpu / stores * 1000, 1)}
+    if mode == "grouped":
+        out["batches"] = round(statistics.mean(writer.batches), 1)
+        out["model_calls"] = writer.model_calls
+        out["timings_s"] = {k: round(v, 3) for k, v in writer.timings.items()}
+    service.close()
+    return out
+
+
+def child_profile(db: Path, stores: int) -> dict:
+    """Where one store's time goes on the path it took before (one caller, store_knowledge):
+    cumulative seconds in the model, placement's search, the near-duplicate check and the
+    insert with its commit, from cProfile. Run on the base checkout."""
+    import cProfile
+    import pstats
+
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.recall.storing import store_knowledge
+
+    memory = Memory(db, LocalEmbedder(model_cache()), project=PROJECT)
+    assert memory.embedder_ready()
+    memory.search("warm up", limit=1)
+    work = [fact(i % len(SUBJECTS), 1000 + i) for i in range(stores)]
+    profile = cProfile.Profile()
+    began = time.perf_counter()
+    profile.enable()
+    for item in work:
+        store_knowledge(memory, *item)
+    profile.disable()
+    elapsed = time.perf_counter() - began
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+
+    def cumulative(module: str, name: str) -> float:
+        return sum(v[3] for (path, _, func), v in stats.items()
+                   if path.endswith(module) and func == name)
+
+    model = cumulative("embedding/embedder.py", "embed") / 2  # LocalEmbedder and its model
+    place = cumulative("recall/storing.py", "_place")
+    out = {"stores": stores, "ms_per_store": round(elapsed / stores * 1000, 2),
+           "model_ms": round(model / stores * 1000, 2),
+           # placement's query is one of a store's two model calls
+           "placement_search_ms": round((place - model / 2) / stores * 1000, 2),
+           "duplicate_check_ms": round(cumulative("recall/storing.py", "near_duplicate")
+                                       / stores * 1000, 2),
+           "insert_and_commit_ms": round(cumulative("recall/memory_writes.py", "store")
+                                         / stores * 1000, 2)}
+    texts = [f"{s}\n{c}" for c, s in work[:32]]
+    memory.embedder.embed(texts[:4])  # type: ignore[union-attr]
+    for size in (1, 16):
+        began = time.perf_counter()
+        for start in range(0, 32, size):
+            memory.embedder.embed(texts[start:start + size])  # type: ignore[union-attr]
+        out[f"model_texts_per_s_batch_{size}"] = round(32 / (time.perf_counter() - began), 1)
+    memory.close()
+    return out
+
+
+# -- the parent ----------------------------------------------------------------------------
+def run_child(root: Path, *args: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(root)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = "1"  # as the server sets them
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--root", str(root),
+                           *args], env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode != 0:
+        raise SystemExit(f"child failed: {done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", type=Path, help="checkout of the code to compare with")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--stores", type=int, default=96)
+    parser.add_argument("--callers", default="1,4,16")
+    parser.add_argument("--json")
+    parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--seed", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.root is not None:  # a child
+        sys.path.insert(0, str(args.root))
+        if args.seed is not None:
+            child_seed(args.seed)
+            print("{}")
+        elif args.profile is not None:
+            print(json.dumps(child_profile(args.profile, args.stores)))
+        else:
+            db, mode, callers = args.measure
+            print(json.dumps(child_measure(Path(db), mode, int(callers), args.stores)))
+        return
+    if args.base is None:
+        raise SystemExit("--base: a checkout of the code to compare with")
+    callers = [int(c) for c in args.callers.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="lore-store-rate-"))
+    try:
+        seed = work / "seed.db"
+        run_child(ROOT, "--seed", str(seed))
+        results: dict[tuple[str, int], list[dict]] = {}
+        for round_ in range(args.rounds):
+            for n in callers:
+                for mode in (("today", "grouped") if round_ % 2 == 0 else ("grouped", "today")):
+                    db = work / f"{mode}-{n}-{round_}.db"
+                    shutil.copy(seed, db)
+                    root = args.base if mode == "today" else ROOT
+                    got = run_child(root, "--stores", str(args.stores), "--measure", str(db),
+                                    mode, str(n))
+                    results.setdefault((mode, n), []).append(got)
+                    print(json.dumps(got), file=sys.stderr)
+        print(f"\nstore_memory throughput, {args.stores} stores, median of {args.rounds} "
+              "alternating runs (stores/s; p50 latency ms)")
+        print("| callers | today | grouped | speed-up | grouped batch (mean) | CPU ms a store, "
+              "today / grouped |")
+        print("|---|---|---|---|---|---|")
+        for n in callers:
+            today = statistics.median(r["per_s"] for r in results[("today", n)])
+            grouped = statistics.median(r["per_s"] for r in results[("grouped", n)])
+            t50 = statistics.median(r["p50_ms"] for r in results[("today", n)])
+            g50 = statistics.median(r["p50_ms"] for r in results[("grouped", n)])
+            size = statistics.median(r["batches"] for r in results[("grouped", n)])
+            tcpu = statistics.median(r["cpu_ms"] for r in results[("today", n)])
+            gcpu = statistics.median(r["cpu_ms"] for r in results[("grouped", n)])
+            print(f"| {n} | {today} ({t50} ms) | {grouped} ({g50} ms) | "
+                  f"{grouped / today:.2f}x | {size} | {tcpu} / {gcpu} |")
+        for n in callers:
+            runs = results[("grouped", n)]
+            totals = {k: statistics.median(r["timings_s"][k] for r in runs)
+                      for k in runs[0]["timings_s"]}
+            print(f"grouped, {n} callers, seconds per {args.stores} stores: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in totals.items()))
+        db = work / "profile.db"
+        shutil.copy(seed, db)
+        profile = run_child(args.base, "--stores", str(args.stores), "--profile", str(db))
+        print(f"\nbefore, one caller, per store (cProfile, one run): {json.dumps(profile)}")
+        results[("profile", 1)] = [profile]
+        if args.json:
+            Path(args.json).write_text(json.dumps(
+                {f"{m}-{n}": r for (m, n), r in results.items()}, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
