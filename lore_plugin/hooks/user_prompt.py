@@ -1,10 +1,11 @@
-"""The UserPromptSubmit hook's work: ask a running MCP server for memory that matches the
-prompt, fall back to keyword search alone when none answers in time, and never inject the
-same fragment twice in one session.
+"""The UserPromptSubmit hook's work: ask the running memory service (or an in-process MCP
+server) for memory that matches the prompt, fall back to keyword search alone when none
+answers in time, and never inject the same fragment twice in one session.
 
-The first path imports only os, json and socket (recall_socket): the model and the vector
-index stay in the server. The fallback opens the database read-only (apsw) and judges by
-words; it never loads the model."""
+The first path imports only os, json and socket (prompt_socket): the model and the vector
+index stay in the service. When nothing answers, the hook starts the service for the next
+prompts without waiting for it, and this prompt is judged by keywords: the fallback opens
+the database read-only (apsw) and judges by words; it never loads the model."""
 
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ def by_keywords(db_path: str, prompt: str, seen: set[str]) -> dict:
     return {"context": text, "ids": ids}
 
 
+def start_service(home: str, db_path: str) -> None:
+    """Nothing answered: the memory service is started for the next prompts (and the
+    session's tools), never waited for; this prompt is judged by keywords."""
+    from ..service.protocol import enabled
+
+    if not enabled():
+        return
+    from ..service.client import announced, start
+
+    if announced(home, db_path) is None:
+        start(home)
+
+
 def prompt_context(prompt: str, session: str, home: str, db_path: str,
                    timeout: float = SOCKET_TIMEOUT) -> str | None:
     """The additionalContext for this prompt, or None when nothing strong and new matches."""
@@ -83,6 +97,8 @@ def prompt_context(prompt: str, session: str, home: str, db_path: str,
     prompt = prompt[:MAX_PROMPT]  # the rest would only cost time (prompt_recall searches no more)
     seen = seen_ids(home, session)
     answer = ask(home, db_path, {"prompt": prompt, "seen": sorted(seen)}, timeout)
+    if answer is None:
+        start_service(home, db_path)
     if answer is None or answer.get("busy"):
         answer = by_keywords(db_path, prompt, seen)
     text, ids = answer.get("context"), answer.get("ids")

@@ -17,7 +17,15 @@ import time
 from typing import Any
 
 from ..recall.prompt_socket import _alive, exchange, run_dir
-from .protocol import MAX_ANSWER, NAME, PROTOCOL, enabled, plugin_version, version_key
+from .protocol import (
+    MAX_ANSWER,
+    NAME,
+    PROTOCOL,
+    enabled,
+    plugin_version,
+    start_wait,
+    version_key,
+)
 
 log = logging.getLogger("lore.service")
 START_WAIT = 30.0  # seconds a caller that needs the service waits for one to listen
@@ -76,9 +84,10 @@ class ServiceClient:
     """Requests to the one service of a Lore home, started on demand."""
 
     def __init__(self, home: str, db_path: str, project: str | None = None,
-                 start_wait: float = START_WAIT, timeout: float = CALL_TIMEOUT) -> None:
+                 wait: float | None = None, timeout: float = CALL_TIMEOUT) -> None:
         self.home, self.db_path, self.project = home, db_path, project
-        self.start_wait, self.timeout = start_wait, timeout
+        self.start_wait = start_wait(START_WAIT) if wait is None else wait
+        self.timeout = timeout
         self.version = plugin_version()
         self.failures = 0
         self._started: subprocess.Popen[bytes] | None = None

@@ -44,6 +44,16 @@ def idle_secs() -> float:
     return value if value > 0 else IDLE_SECS
 
 
+def start_wait(default: float) -> float:
+    """LORE_SERVICE_START_WAIT (seconds) or `default`: how long a caller waits for a service
+    to listen before it serves itself."""
+    try:
+        value = float(os.environ.get("LORE_SERVICE_START_WAIT", ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def enabled() -> bool:
     """Whether a service may be used at all: LORE_SERVICE=off keeps every process in-process,
     and a platform without Unix sockets has no private channel to one."""
