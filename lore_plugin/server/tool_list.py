@@ -27,11 +27,13 @@ def generate() -> dict[str, Any]:
         options = server._lowlevel_server.create_initialization_options()
     finally:
         service.close()
+    capabilities = options.capabilities.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if not capabilities.get("extensions"):
+        capabilities.pop("extensions", None)  # the SDK's stdio runner leaves an empty map out
     return {"protocol_versions": list(HANDSHAKE_PROTOCOL_VERSIONS),
             "latest": LATEST_HANDSHAKE_VERSION,
             "server_name": options.server_name,
-            "capabilities": options.capabilities.model_dump(by_alias=True, exclude_none=True,
-                                                            mode="json"),
+            "capabilities": capabilities,
             "instructions": INSTRUCTIONS,
             "tools": [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in tools]}
 

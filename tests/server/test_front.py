@@ -30,13 +30,15 @@ def anyio_backend() -> str:
 @asynccontextmanager
 async def session(tmp: Path, service: str) -> AsyncIterator[tuple[Client, Any]]:
     env = python_env(LORE_HOME=str(tmp / "home"), LORE_DB_PATH=str(tmp / "memory.db"),
-                     LORE_NO_DOWNLOAD="1", LORE_SERVICE=service)
+                     LORE_NO_DOWNLOAD="1", LORE_SERVICE=service,
+                     LORE_SERVICE_IDLE="20")  # a service started after the last check goes too
     env.pop("LORE_CONFIG", None)
     params = StdioServerParameters(command=PYTHON, args=["-m", "lore_plugin.server"], env=env,
                                    cwd=str(tmp))
     try:
         async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
-            yield client, client.initialize_result
+            yield client, (client.protocol_version, client.server_info,
+                           client.server_capabilities, client.instructions)
     finally:
         stop_service(tmp / "home")
 
@@ -52,11 +54,11 @@ async def test_the_front_lists_the_same_tools_and_handshake_as_the_sdk_server(tm
         (tmp_path / service).mkdir()
         async with session(tmp_path / service, service) as (client, init):
             tools = (await client.list_tools()).tools
-            answers[service] = ([t.model_dump() for t in tools], init.model_dump())
+            answers[service] = ([t.model_dump() for t in tools], init)
             assert (await client.list_prompts()).prompts == []
             assert (await client.list_resources()).resources == []
     assert answers["on"][0] == answers["off"][0]
-    assert answers["on"][1] == answers["off"][1]
+    assert answers["on"][1] == answers["off"][1] and answers["on"][1][3]
 
 
 def test_the_front_starts_without_the_sdk_pydantic_or_numpy(tmp_path: Path):
@@ -71,7 +73,8 @@ def test_the_front_starts_without_the_sdk_pydantic_or_numpy(tmp_path: Path):
 def test_the_front_answers_bad_json_rpc_with_errors_and_keeps_serving(tmp_path: Path):
     lines = [b"not json", b'{"jsonrpc":"2.0","id":1,"method":"nope"}', b"[1,2]",
              b'{"jsonrpc":"2.0","id":2,"method":"ping"}']
-    env = python_env(LORE_HOME=str(tmp_path / "home"), LORE_DB_PATH=str(tmp_path / "m.db"))
+    env = python_env(LORE_HOME=str(tmp_path / "home"), LORE_DB_PATH=str(tmp_path / "m.db"),
+                     LORE_SERVICE_IDLE="20")
     out = subprocess.run([PYTHON, "-m", "lore_plugin.server"], input=b"\n".join(lines) + b"\n",
                          env=env, capture_output=True, timeout=60, cwd=tmp_path)
     answers = [json.loads(line) for line in out.stdout.splitlines()]
