@@ -3,9 +3,10 @@ server) for memory that matches the prompt, fall back to keyword search alone wh
 answers in time, and never inject the same fragment twice in one session.
 
 The first path imports only os, json and socket (prompt_socket): the model and the vector
-index stay in the service. When nothing answers, the hook starts the service for the next
-prompts without waiting for it, and this prompt is judged by keywords: the fallback opens
-the database read-only (apsw) and judges by words; it never loads the model."""
+index stay in the service. The hook never starts one (the session's MCP front has started it
+at the session's start, and a cold start would not fit in the hook's time anyway): when none
+answers, the fallback opens the database read-only (apsw) and judges by words; it never
+loads the model."""
 
 from __future__ import annotations
 
@@ -76,19 +77,6 @@ def by_keywords(db_path: str, prompt: str, seen: set[str]) -> dict:
     return {"context": text, "ids": ids}
 
 
-def start_service(home: str, db_path: str) -> None:
-    """Nothing answered: the memory service is started for the next prompts (and the
-    session's tools), never waited for; this prompt is judged by keywords."""
-    from ..service.protocol import enabled
-
-    if not enabled():
-        return
-    from ..service.client import announced, start
-
-    if announced(home, db_path) is None:
-        start(home)
-
-
 def prompt_context(prompt: str, session: str, home: str, db_path: str,
                    timeout: float = SOCKET_TIMEOUT) -> str | None:
     """The additionalContext for this prompt, or None when nothing strong and new matches."""
@@ -97,8 +85,6 @@ def prompt_context(prompt: str, session: str, home: str, db_path: str,
     prompt = prompt[:MAX_PROMPT]  # the rest would only cost time (prompt_recall searches no more)
     seen = seen_ids(home, session)
     answer = ask(home, db_path, {"prompt": prompt, "seen": sorted(seen)}, timeout)
-    if answer is None:
-        start_service(home, db_path)
     if answer is None or answer.get("busy"):
         answer = by_keywords(db_path, prompt, seen)
     text, ids = answer.get("context"), answer.get("ids")
