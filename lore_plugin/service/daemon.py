@@ -51,12 +51,12 @@ class Daemon:
             return {"retry": True, "busy": True}  # not run: the client asks the next service
         try:
             if op != "prompt":
-                if request.get("protocol") != PROTOCOL:
-                    return {"error": "incompatible protocol", "incompatible": True}
                 theirs = str(request.get("version", ""))
-                if version_key(theirs) > version_key(self.version):
+                if version_key(theirs) > version_key(self.version):  # an upgrade: make way
                     self.drain(f"a client of version {theirs} asked")
                     return {"retry": True}
+                if request.get("protocol") != PROTOCOL:
+                    return {"error": "incompatible protocol", "incompatible": True}
             args = request.get("args")
             project = request.get("project")
             return self.ops.answer(str(op), args if isinstance(args, dict) else {},
