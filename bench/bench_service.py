@@ -17,7 +17,9 @@ Claude Code uses) on a copy of the same synthetic database (bench_server.py's, c
   as for every session but the first);
 - time to the first query answered from spawn: base (its own model), new with no service yet
   (the front starts it), new with the service running;
-- query_memory latency p50/p95 over stdio, warm, the same queries: base server vs new front."""
+- query_memory latency p50/p95 over stdio, warm: one base server and one new front (with its
+  service) open side by side, asked the same queries in turn, query by query, so that the
+  machine's load (it is shared) falls on both alike."""
 
 from __future__ import annotations
 
@@ -119,10 +121,9 @@ def fresh_home(label: str, src_db: Path) -> tuple[Path, Path]:
     return home, db
 
 
-async def sessions(code: Path, src_db: Path, label: str, n: int, n_queries: int = 0
-                   ) -> dict[str, Any]:
+async def sessions(code: Path, src_db: Path, label: str, n: int) -> dict[str, Any]:
     """N sessions at once; each answers a first query and a few more. Memory is read with all
-    open; with n_queries, the first session then measures warm query latency."""
+    open."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -153,17 +154,43 @@ async def sessions(code: Path, src_db: Path, label: str, n: int, n_queries: int 
             mem = [memory_of(p) for p in pids]
             out.update(processes=len(pids), rss_mb=sum(m[0] for m in mem),
                        pss_mb=sum(m[1] for m in mem))
-            if n_queries:
-                lat = []
-                for text, depth in queries(n_queries):
-                    started = time.perf_counter()
-                    await clients[0].call_tool("query_memory", {"topic": text, "depth": depth})
-                    lat.append((time.perf_counter() - started) * 1000)
-                out.update(query_p50_ms=statistics.median(lat), query_p95_ms=pct(lat, 95))
     finally:
         stop_service(home)
         shutil.rmtree(home, ignore_errors=True)
     return out
+
+
+async def latency(codes: dict[str, Path], src_db: Path, n_queries: int) -> dict[str, Any]:
+    """Warm query_memory latency, base and new asked in turn, query by query."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    homes = {label: fresh_home(label, src_db) for label in codes}
+    lat: dict[str, list[float]] = {label: [] for label in codes}
+    try:
+        async with AsyncExitStack() as stack:
+            clients = {}
+            for label, code in codes.items():
+                home, db = homes[label]
+                clients[label] = await stack.enter_async_context(Client(
+                    StdioServerParameters(command=sys.executable, args=["-m", "lore_plugin.server"],
+                                          env=env_for(code, home, db), cwd=str(home)),
+                    mode="legacy", read_timeout_seconds=300))
+            for client in clients.values():  # warm: model, index, first-use paths
+                for text, depth in queries(20):
+                    await client.call_tool("query_memory", {"topic": text, "depth": depth})
+            for text, depth in queries(n_queries):
+                for label, client in clients.items():
+                    started = time.perf_counter()
+                    result = await client.call_tool("query_memory", {"topic": text, "depth": depth})
+                    lat[label].append((time.perf_counter() - started) * 1000)
+                    assert not result.is_error, result.content
+    finally:
+        for home, _ in homes.values():
+            stop_service(home)
+            shutil.rmtree(home, ignore_errors=True)
+    return {label: {"p50_ms": statistics.median(v), "p95_ms": pct(v, 95), "n": len(v)}
+            for label, v in lat.items()}
 
 
 async def start_times(code: Path, src_db: Path, label: str, service_running: bool
@@ -217,8 +244,7 @@ def main() -> None:
         rows: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
         for _ in range(args.runs):
             for label, code in codes.items():  # alternating, run by run
-                q = args.queries if n == 1 else 0
-                rows[label].append(anyio.run(sessions, code, db, label, n, q))
+                rows[label].append(anyio.run(sessions, code, db, label, n))
         for label in codes:
             result[f"{label}_{n}"] = {k: median_of(rows[label], k) for k in rows[label][0]}
             print(f"{n} session(s), {label}: {result[f'{label}_{n}']}", flush=True)
@@ -230,6 +256,8 @@ def main() -> None:
     for label, rows_ in starts.items():
         result[f"start_{label}"] = {k: median_of(rows_, k) for k in rows_[0]}
         print(f"start, {label}: {result[f'start_{label}']}", flush=True)
+    result["query_memory"] = anyio.run(latency, codes, db, args.queries)
+    print(f"query_memory: {result['query_memory']}", flush=True)
     most, least = max(args.sessions), min(args.sessions)
     if most > least:
         for label in codes:
