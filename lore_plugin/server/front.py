@@ -129,6 +129,10 @@ class Front:
                     return answer
                 log.warning("the memory service answered %s with %r", name, answer)
             except Unavailable as exc:
+                if exc.may_have_run and name == "store_memory":  # never stored twice at once
+                    return {"content": [{"type": "text", "text": (
+                        f"Error executing tool {name}: {exc}; it may still be stored. Check "
+                        "with query_memory before storing it again.")}], "isError": True}
                 log.warning("memory service unavailable (%s); this session serves itself", exc)
         return self.local().run(name, arguments)
 

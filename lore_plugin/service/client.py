@@ -37,7 +37,13 @@ MAX_FAILURES = 3  # requests in a row that found no service: then this caller st
 
 class Unavailable(Exception):
     """No service to be had: disabled, cannot start, keeps dying, or only a newer one that
-    this code cannot speak to. The caller serves itself."""
+    this code cannot speak to. The caller serves itself, unless `may_have_run`: the service
+    took the request and did not answer in time, so running it again elsewhere could run it
+    twice at once."""
+
+    def __init__(self, message: str, may_have_run: bool = False) -> None:
+        super().__init__(message)
+        self.may_have_run = may_have_run
 
 
 def announced(home: str, db_path: str) -> dict[str, Any] | None:
@@ -109,7 +115,8 @@ class ServiceClient:
                 answer = exchange(info, payload, time.monotonic() + self.timeout, MAX_ANSWER)
             except TimeoutError as exc:  # it is alive but stuck: asking again would pile up
                 self.failures += 1
-                raise Unavailable(f"the memory service took over {self.timeout:.0f} s") from exc
+                raise Unavailable(f"the memory service took over {self.timeout:.0f} s",
+                                  may_have_run=True) from exc
             except (OSError, EOFError) as exc:  # died under us (or refused): a new one is asked
                 log.warning("memory service %s lost during %s: %s", info.get("pid"), op, exc)
                 if isinstance(exc, (ConnectionRefusedError, FileNotFoundError)):
