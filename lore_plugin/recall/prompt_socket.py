@@ -80,6 +80,10 @@ class Listener:
         self._temp_dir: str | None = None
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._answering = 0  # connections taken and not yet answered (wait_answered)
+        import threading  # here, not at the top: the hook imports this module for ask() alone
+
+        self._count = threading.Lock()
 
     def start(self) -> None:
         if not hasattr(socket, "AF_UNIX"):  # Windows: the hook searches by keywords alone
@@ -131,11 +135,15 @@ class Listener:
             if not slots.acquire(blocking=False):
                 conn.close()  # too many at once: that hook searches by keywords itself
                 continue
+            with self._count:
+                self._answering += 1
             try:
                 threading.Thread(target=self._answer, args=(conn, slots),
                                  name="lore-prompt-request", daemon=True).start()
             except RuntimeError:  # no thread to be had: as if too many
                 conn.close()
+                with self._count:
+                    self._answering -= 1
                 slots.release()
 
     def _answer(self, conn: socket.socket, slots: threading.BoundedSemaphore) -> None:
@@ -165,7 +173,18 @@ class Listener:
             logging.getLogger("lore.server").warning("prompt socket request failed",
                                                      exc_info=True)
         finally:
+            with self._count:
+                self._answering -= 1
             slots.release()
+
+    def wait_answered(self, timeout: float) -> None:
+        """After close(): until every connection taken has had its answer sent (a process
+        about to exit lets its last answers leave first), or `timeout` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self._answering > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None

@@ -210,6 +210,7 @@ def serve(settings: Any) -> int:
         daemon.run()
     finally:
         listener.close()
+        listener.wait_answered(ANSWER_TIMEOUT)  # the last answers leave before we do
         engine.close()
         log.info("memory service %s stopped (%s)", os.getpid(), daemon.draining or "ended")
     return 0
