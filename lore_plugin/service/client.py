@@ -109,7 +109,8 @@ class ServiceClient:
             raise Unavailable("the memory service is off or failed repeatedly")
         payload = {"protocol": PROTOCOL, "version": self.version, "op": op, "args": args or {},
                    "project": self.project}
-        for _ in range(ATTEMPTS):
+        attempts, deadline = 0, time.monotonic() + self.start_wait
+        while attempts < ATTEMPTS and time.monotonic() < deadline:
             info = self.ready()
             try:
                 answer = exchange(info, payload, time.monotonic() + self.timeout, MAX_ANSWER)
@@ -117,12 +118,15 @@ class ServiceClient:
                 self.failures += 1
                 raise Unavailable(f"the memory service took over {self.timeout:.0f} s",
                                   may_have_run=True) from exc
-            except (OSError, EOFError) as exc:  # died under us (or refused): a new one is asked
+            except (ConnectionRefusedError, FileNotFoundError):
+                forget(self.home, info)  # nothing listens: killed before it could clean up;
+                continue  # the request never reached it, so this is no attempt
+            except (OSError, EOFError) as exc:  # died under us: a new one is asked
                 log.warning("memory service %s lost during %s: %s", info.get("pid"), op, exc)
-                if isinstance(exc, (ConnectionRefusedError, FileNotFoundError)):
-                    forget(self.home, info)  # nothing listens: killed before it could clean up
+                attempts += 1
                 continue
             if answer is None or answer.get("retry"):  # garbled, or draining for an upgrade
+                attempts += 1
                 continue
             if answer.get("incompatible"):
                 self.failures = MAX_FAILURES
