@@ -114,6 +114,7 @@ def python_env(**extra: str) -> dict[str, str]:
     """Environment for subprocesses that must import this checkout."""
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("LORE_SERVICE_IDLE", "60")  # a memory service a test's front starts ends soon
     env.update(extra)
     return env
 

@@ -32,13 +32,16 @@ LAYERS = {
     "capture": FOUNDATION | {"recall"},
     "consolidation": ENGINE,
     "maintenance": ENGINE,
+    # The memory service: the engine held warm once per Lore home, and the client the
+    # surfaces reach it by.
+    "service": ENGINE,
     # The surfaces: thin, and none reaches into another, except that the command line
     # serves the MCP server, opens the viewer and runs the worker in the foreground.
-    "hooks": ENGINE | {"consolidation", "maintenance"},
-    "server": ENGINE | {"consolidation", "maintenance"},
-    "web": ENGINE | {"consolidation", "maintenance"},
+    "hooks": ENGINE | {"consolidation", "maintenance", "service"},
+    "server": ENGINE | {"consolidation", "maintenance", "service"},
+    "web": ENGINE | {"consolidation", "maintenance", "service"},
     "worker": ENGINE | {"consolidation", "maintenance"},
-    "cli": ENGINE | {"consolidation", "maintenance", "server", "web", "worker"},
+    "cli": ENGINE | {"consolidation", "maintenance", "server", "web", "worker", "service"},
 }
 SURFACES = {"hooks", "server", "web", "worker", "cli"}
 # The pure modules import nothing from the rest of the package but these two.

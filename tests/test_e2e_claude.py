@@ -90,7 +90,8 @@ def plugin_env(home: Path, lore_home: Path, api_url: str) -> dict[str, str]:
     return claude_env(home, ANTHROPIC_BASE_URL=api_url, ANTHROPIC_API_KEY="dummy",
                       LORE_PYTHON=sys.executable, PYTHONPATH=str(ROOT), LORE_HOME=str(lore_home),
                       LORE_EMBED_MODEL_DIR=str(model_dir), MCP_CONNECTION_NONBLOCKING="0",
-                      MCP_CONNECT_TIMEOUT_MS="20000")
+                      MCP_CONNECT_TIMEOUT_MS="20000",
+                      LORE_SERVICE_IDLE="60")  # the memory service the fronts start ends soon
 
 
 def run_claude(prompt: str, project: Path, env: dict, *tools: str) -> subprocess.CompletedProcess:

@@ -227,6 +227,7 @@ def test_an_installed_plugin_gives_claude_the_memory_tools_and_runs_every_hook(
             LORE_DB_PATH=tmp_path / "lore" / "memory.db",
             MCP_CONNECTION_NONBLOCKING="0",
             MCP_CONNECT_TIMEOUT_MS="20000",
+            LORE_SERVICE_IDLE="60",  # the memory service the front starts ends soon after
         )
         done = subprocess.run(
             [str(claude), "-p", "hello"],

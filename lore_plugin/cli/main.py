@@ -51,8 +51,15 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, settings: Settings) -> int:
-    memory = open_memory(settings)
     query = " ".join(args.query)
+    if not args.tree:  # the service's warm model and index, when one can be had
+        from .service import recall_text
+
+        text = recall_text(settings, query, args.depth, args.limit)
+        if text is not None:
+            print(text)
+            return 0
+    memory = open_memory(settings)
     recall = memory.query(query, depth=args.depth, limit=args.limit)
     print(render.recall_text(query, args.depth, recall.fragments, recall.keyword_only))
     if args.tree and recall.fragments:
@@ -131,9 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("status", help="database, model, LLM, ingestion and consolidation state")
     from .maint import add_maint_parsers
     from .ops import add_op_parsers
+    from .service import add_service_parsers
 
     add_op_parsers(sub, COMMANDS)
     add_maint_parsers(sub, COMMANDS)
+    add_service_parsers(sub, COMMANDS)
     return parser
 
 

@@ -13,7 +13,7 @@ BACKGROUND_IDLE_MINUTES = 120  # a viewer /lore:memory started stops when unused
 
 
 def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
-    from ..server.tools import main as serve
+    from ..server.front import main as serve
 
     serve()
     return 0

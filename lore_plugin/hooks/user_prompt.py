@@ -1,10 +1,12 @@
-"""The UserPromptSubmit hook's work: ask a running MCP server for memory that matches the
-prompt, fall back to keyword search alone when none answers in time, and never inject the
-same fragment twice in one session.
+"""The UserPromptSubmit hook's work: ask the running memory service (or an in-process MCP
+server) for memory that matches the prompt, fall back to keyword search alone when none
+answers in time, and never inject the same fragment twice in one session.
 
-The first path imports only os, json and socket (recall_socket): the model and the vector
-index stay in the server. The fallback opens the database read-only (apsw) and judges by
-words; it never loads the model."""
+The first path imports only os, json and socket (prompt_socket): the model and the vector
+index stay in the service. The hook never starts one (the session's MCP front has started it
+at the session's start, and a cold start would not fit in the hook's time anyway): when none
+answers, the fallback opens the database read-only (apsw) and judges by words; it never
+loads the model."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""A private local socket on which a running MCP server answers the per-prompt hook.
+"""A private local socket on which a warm process answers: the memory service (service/,
+announced as `run/service.json`) or an in-process MCP server (`run/<pid>.json`), for the
+per-prompt hook, the MCP fronts, the CLI and the viewer.
 
-The server has the embedding model and the vector index warm; a hook process would need
-several hundred milliseconds to load them. So each server listens on its own Unix socket and
-announces it in `LORE_HOME/run/<pid>.json` (0600, in a 0700 folder) with a random token. A
+The answering process has the embedding model and the vector index warm; a hook process would
+need several hundred milliseconds to load them. So it listens on its own Unix socket and
+announces it in `LORE_HOME/run/<name>.json` (0600, in a 0700 folder) with a random token. A
 client must be able to read that file (the owner) and, on Linux, must run as the same user
 (SO_PEERCRED); anything else is refused. One JSON request line in, one JSON answer line out.
 
@@ -57,24 +59,38 @@ class Listener:
 
     def __init__(self, home: str, db_path: str,
                  handle: Callable[[dict[str, Any]], dict[str, Any]],
-                 deadline: float = REQUEST_DEADLINE) -> None:
+                 deadline: float = REQUEST_DEADLINE, name: str | None = None,
+                 info: dict[str, Any] | None = None, answer_timeout: float | None = None,
+                 max_request: int = MAX_REQUEST, max_clients: int = MAX_CLIENTS) -> None:
+        """`deadline` bounds reading a request, and with no `answer_timeout` the whole
+        exchange; a service whose work may take longer (a store, a cold model) gives
+        `answer_timeout` for sending once the answer is ready. `info` is announced with the
+        socket (the service's versions)."""
         import secrets
 
         self.home, self.db_path, self.handle, self.deadline = home, db_path, handle, deadline
+        self.answer_timeout, self.max_request, self.max_clients = (answer_timeout, max_request,
+                                                                   max_clients)
+        self.extra_info = info or {}
         self.token = secrets.token_hex(16)
         self.pid = os.getpid()
-        self.info_path = os.path.join(run_dir(home), f"{self.pid}.json")
+        self.name = name or str(self.pid)
+        self.info_path = os.path.join(run_dir(home), f"{self.name}.json")
         self.socket_path = ""
         self._temp_dir: str | None = None
         self._sock: socket.socket | None = None
         self._thread: threading.Thread | None = None
+        self._answering = 0  # connections taken and not yet answered (wait_answered)
+        import threading  # here, not at the top: the hook imports this module for ask() alone
+
+        self._count = threading.Lock()
 
     def start(self) -> None:
         if not hasattr(socket, "AF_UNIX"):  # Windows: the hook searches by keywords alone
             raise OSError("this platform has no Unix sockets")
         folder = run_dir(self.home)
         _private_dir(folder)
-        path = os.path.join(folder, f"{self.pid}.sock")
+        path = os.path.join(folder, f"{self.name}.sock")
         if len(os.fsencode(path)) > _SOCKET_PATH_MAX:  # a deep LORE_HOME: a private temp folder
             import tempfile
 
@@ -91,8 +107,8 @@ class Listener:
         os.chmod(path, 0o600)
         sock.listen(8)
         self._sock, self.socket_path = sock, path
-        info = json.dumps({"pid": self.pid, "socket": path, "token": self.token,
-                           "db": os.path.realpath(self.db_path)})
+        info = json.dumps({**self.extra_info, "pid": self.pid, "socket": path,
+                           "token": self.token, "db": os.path.realpath(self.db_path)})
         tmp = f"{self.info_path}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as fh:
@@ -110,7 +126,7 @@ class Listener:
         import threading
 
         sock = self._sock
-        slots = threading.BoundedSemaphore(MAX_CLIENTS)
+        slots = threading.BoundedSemaphore(self.max_clients)
         while sock is not None and self._sock is not None:
             try:
                 conn, _ = sock.accept()
@@ -119,11 +135,15 @@ class Listener:
             if not slots.acquire(blocking=False):
                 conn.close()  # too many at once: that hook searches by keywords itself
                 continue
+            with self._count:
+                self._answering += 1
             try:
                 threading.Thread(target=self._answer, args=(conn, slots),
                                  name="lore-prompt-request", daemon=True).start()
             except RuntimeError:  # no thread to be had: as if too many
                 conn.close()
+                with self._count:
+                    self._answering -= 1
                 slots.release()
 
     def _answer(self, conn: socket.socket, slots: threading.BoundedSemaphore) -> None:
@@ -138,12 +158,13 @@ class Listener:
             with conn:
                 if not _peer_is_owner(conn):
                     return
-                request = json.loads(_read_line(conn, MAX_REQUEST, deadline) or b"null")
+                request = json.loads(_read_line(conn, self.max_request, deadline) or b"null")
                 if not isinstance(request, dict) or not hmac.compare_digest(
                         str(request.get("token", "")), self.token):
                     return
                 answer = self.handle(request)
-                conn.settimeout(max(deadline - time.monotonic(), SEND_GRACE))
+                conn.settimeout(self.answer_timeout or max(deadline - time.monotonic(),
+                                                           SEND_GRACE))
                 conn.sendall(json.dumps(answer).encode() + b"\n")
         except TimeoutError:
             logging.getLogger("lore.server").info(
@@ -152,7 +173,18 @@ class Listener:
             logging.getLogger("lore.server").warning("prompt socket request failed",
                                                      exc_info=True)
         finally:
+            with self._count:
+                self._answering -= 1
             slots.release()
+
+    def wait_answered(self, timeout: float) -> None:
+        """After close(): until every connection taken has had its answer sent (a process
+        about to exit lets its last answers leave first), or `timeout` seconds."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while self._answering > 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self) -> None:
         sock, self._sock = self._sock, None
@@ -254,6 +286,37 @@ def _servers(home: str, db_path: str) -> list[dict[str, Any]]:
     return found
 
 
+def exchange(info: dict[str, Any], request: dict[str, Any], deadline: float,
+             limit: int = MAX_ANSWER) -> dict[str, Any] | None:
+    """One request to the announced process `info`, its answer by `deadline`
+    (time.monotonic); None for a garbled answer. OSError (refused, reset, timed out) and
+    EOFError (closed with no answer: it died or refused the token) reach the caller."""
+    import time
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        sock.connect(info["socket"])
+        sock.sendall(json.dumps({**request, "token": info.get("token", "")}).encode() + b"\n")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    if not chunks:
+        raise EOFError("closed without an answer")
+    try:
+        answer = json.loads(b"".join(chunks))
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
 def ask(home: str, db_path: str, request: dict[str, Any], timeout: float
         ) -> dict[str, Any] | None:
     """The first running server's answer within `timeout` seconds in all, or None."""
@@ -263,27 +326,12 @@ def ask(home: str, db_path: str, request: dict[str, Any], timeout: float
         return None
     deadline = time.monotonic() + timeout
     for info in _servers(home, db_path):
-        left = deadline - time.monotonic()
-        if left <= 0:
+        if deadline - time.monotonic() <= 0:
             return None
         try:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.settimeout(left)
-                sock.connect(info["socket"])
-                sock.sendall(json.dumps({**request, "token": info.get("token", "")}).encode()
-                             + b"\n")
-                chunks: list[bytes] = []
-                while True:
-                    sock.settimeout(max(deadline - time.monotonic(), 0.001))
-                    chunk = sock.recv(65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    if chunk.endswith(b"\n") or sum(map(len, chunks)) > MAX_ANSWER:
-                        break
-            answer = json.loads(b"".join(chunks) or b"null")
-            if isinstance(answer, dict):
-                return answer
-        except (OSError, ValueError):  # refused, timed out, or garbled: try the next one
+            answer = exchange(info, request, deadline)
+        except (OSError, EOFError):  # refused, timed out, or gone: try the next one
             continue
+        if answer is not None:
+            return answer
     return None

@@ -1,3 +1,3 @@
-from .tools import main
+from .front import main
 
 main()

@@ -10,6 +10,7 @@ import socket
 import stat
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_socket import ask, run_dir
 from lore_plugin.store import Store
 from tests.conftest import FIXTURES, MODEL_CACHE, PYTHON, ROOT, python_env
+from tests.service_running import stop_service
 
 LAUNCH = ROOT / "scripts" / "lore-launch"
 FACT = "The billing deploy window is Thursday 09:00 UTC"
@@ -170,15 +172,34 @@ def test_no_database_yet_injects_nothing(tmp_path, isolated_home):
     assert prompt_hook(isolated_home, STRONG)[0] is None
 
 
-@pytest.fixture()
-def server(home: Path, tmp_path: Path):
-    """The real MCP server, started as Claude Code starts it, waiting on stdin."""
+@dataclass
+class Running:
+    proc: subprocess.Popen
+    info_path: Path  # where the answering process announces its socket
+    home: Path
+    path: str
+
+    def stop(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        self.proc.wait(timeout=30)
+        if self.path == "service":
+            stop_service(self.home)
+
+
+@pytest.fixture(params=["in-process", "service"])
+def server(home: Path, tmp_path: Path, request: pytest.FixtureRequest):
+    """The real MCP server, started as Claude Code starts it, waiting on stdin: the in-process
+    server answering on its own socket, or the thin front whose memory service answers."""
     project = tmp_path / "project"
     project.mkdir()
-    proc = subprocess.Popen([str(LAUNCH), "mcp"], env=env_for(home), cwd=project,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL)
-    log = home / "logs" / "server.log"
+    path = request.param
+    proc = subprocess.Popen([str(LAUNCH), "mcp"], cwd=project, stdin=subprocess.PIPE,
+                            env=env_for(home, LORE_SERVICE="off" if path == "in-process" else "on"),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    if path == "service":  # the front starts it at initialize
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n')  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
+    log = home / "logs" / ("server.log" if path == "in-process" else "service.log")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if log.exists() and "warm in" in log.read_text():
@@ -187,14 +208,16 @@ def server(home: Path, tmp_path: Path):
     else:
         proc.kill()
         pytest.fail("the server did not warm up")
-    yield proc
-    proc.stdin.close()  # type: ignore[union-attr]
-    proc.wait(timeout=30)
+    name = f"{proc.pid}.json" if path == "in-process" else "service.json"
+    running = Running(proc, Path(run_dir(str(home))) / name, home, path)
+    yield running
+    if proc.poll() is None:
+        running.stop()
 
 
 def test_a_running_server_answers_on_a_private_socket_with_the_model(home, server):
     folder = Path(run_dir(str(home)))
-    info_path = folder / f"{server.pid}.json"
+    info_path = server.info_path
     info = json.loads(info_path.read_text())
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
     assert stat.S_IMODE(info_path.stat().st_mode) == 0o600
@@ -213,13 +236,12 @@ def test_a_running_server_answers_on_a_private_socket_with_the_model(home, serve
     assert context is not None and FACT in context
     assert prompt_hook(home, UNRELATED, session="p-1")[0] is None
     assert prompt_hook(home, paraphrase, session="p-1")[0] is None  # no repeats
-    server.stdin.close()
-    server.wait(timeout=30)
+    server.stop()
     assert not info_path.exists() and not os.path.exists(info["socket"])  # cleaned up on exit
 
 
 def test_a_client_without_the_token_gets_nothing(home, server):
-    info = json.loads((Path(run_dir(str(home))) / f"{server.pid}.json").read_text())
+    info = json.loads(server.info_path.read_text())
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)
         sock.connect(info["socket"])
@@ -275,8 +297,10 @@ def test_a_home_too_deep_for_a_socket_path_gets_a_private_temp_folder(tmp_path):
 
 def test_a_server_still_loading_its_model_answers_by_words_at_once(home, tmp_path):
     """The first prompt of a session arrives while its server loads the model: the answer
-    comes from keyword search on the server's connection instead of waiting for the model."""
-    proc = subprocess.Popen([str(LAUNCH), "mcp"], env=env_for(home), cwd=tmp_path,
+    comes from keyword search on the server's connection instead of waiting for the model.
+    (The in-process server; tests/service has the memory service's case.)"""
+    proc = subprocess.Popen([str(LAUNCH), "mcp"], env=env_for(home, LORE_SERVICE="off"),
+                            cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL)
     try:

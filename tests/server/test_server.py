@@ -1,6 +1,9 @@
 """The MCP server, driven as a real subprocess through the SDK's stdio client, the way Claude
-Code drives it. One server and database are shared by most tests (each test uses its own
-names); the multi-server tests start more servers beside it on the same database."""
+Code drives it, by both paths: the thin front with the memory service behind it ("service",
+what a session runs) and the in-process SDK server ("in-process", LORE_SERVICE=off, the
+fallback). One server and database are shared by most tests (each test uses its own names);
+the multi-server tests start more servers beside it on the same database (with the service,
+more fronts of the one service)."""
 
 from __future__ import annotations
 
@@ -22,8 +25,10 @@ from lore_plugin.core.errors import NotFound
 from lore_plugin.core.types import NewFragment
 from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.server.tools import BUSY_MESSAGE, MAX_CHARS, MAX_TOPICS, Service
+from lore_plugin.service.engine import ToolFailure
 from lore_plugin.store import BusyError, Store
 from tests.conftest import MODEL_CACHE, PYTHON, python_env
+from tests.service_running import stop_service
 
 pytestmark = pytest.mark.anyio
 TOOLS = {"query_memory", "explore_memory", "traverse_memory", "store_memory", "list_topics"}
@@ -66,23 +71,44 @@ def model_dir() -> Path:
 
 
 @asynccontextmanager
-async def running(db: Path, cwd: Path, model_dir: Path) -> AsyncIterator[Running]:
-    env = python_env(LORE_HOME=str(db.parent / "home"), LORE_DB_PATH=str(db),
-                     LORE_EMBED_MODEL_DIR=str(model_dir), LORE_NO_DOWNLOAD="1")
+async def running(db: Path, cwd: Path, model_dir: Path, path: str) -> AsyncIterator[Running]:
+    """`path`: "service" (the thin front and the home's memory service, stopped when the
+    last front using it ends) or "in-process" (the SDK server, LORE_SERVICE=off)."""
+    home = db.parent / "home"
+    env = python_env(LORE_HOME=str(home), LORE_DB_PATH=str(db), LORE_EMBED_MODEL_DIR=str(model_dir),
+                     LORE_NO_DOWNLOAD="1", LORE_SERVICE="on" if path == "service" else "off")
     env.pop("LORE_CONFIG", None)
     params = StdioServerParameters(command=PYTHON, args=["-m", "lore_plugin.server"],
                                    env=env, cwd=str(cwd))
-    async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
-        yield Running(client, db)
+    try:
+        async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+            yield Running(client, db)
+    finally:
+        if path == "service" and not _fronts.get(home):
+            stop_service(home)
+
+
+_fronts: dict[Path, int] = {}  # fronts still open per home: the service stays while any is
+
+
+@pytest.fixture(scope="module", params=["service", "in-process"])
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
-async def lore(tmp_path_factory: pytest.TempPathFactory, model_dir: Path
+async def lore(tmp_path_factory: pytest.TempPathFactory, model_dir: Path, path: str
                ) -> AsyncIterator[Running]:
     root = tmp_path_factory.mktemp("server")
     (root / "project").mkdir()
-    async with running(root / "memory.db", root / "project", model_dir) as server:
-        yield server
+    _fronts[root / "home"] = 1
+    try:
+        async with running(root / "memory.db", root / "project", model_dir, path) as server:
+            yield server
+    finally:
+        _fronts.pop(root / "home", None)
+        if path == "service":
+            stop_service(root / "home")
 
 
 async def store(lore: Running, content: str, summary: str, parent: str | None = None,
@@ -291,8 +317,9 @@ async def test_answers_stay_under_about_two_thousand_tokens(lore: Running):
 
 
 async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(tmp_path: Path,
-                                                                           model_dir: Path):
-    async with running(tmp_path / "topics.db", tmp_path, model_dir) as lore:
+                                                                           model_dir: Path,
+                                                                           path: str):
+    async with running(tmp_path / "topics.db", tmp_path, model_dir, path) as lore:
         for i in range(MAX_TOPICS + 5):
             await store(lore, f"Everything about area {i}", f"Area {i}", depth=0)
         text, data = await lore.ok("list_topics")
@@ -304,13 +331,13 @@ async def test_list_topics_counts_every_topic_but_sizes_only_those_it_shows(tmp_
 
 # -- several servers, one database ------------------------------------------------------
 async def test_three_servers_write_and_read_one_database_at_once(lore: Running, tmp_path: Path,
-                                                                model_dir: Path):
+                                                                model_dir: Path, path: str):
     async with AsyncExitStack() as stack:
         servers = [lore]
         for i in range(2):
             (tmp_path / f"p{i}").mkdir()
             servers.append(await stack.enter_async_context(
-                running(lore.db, tmp_path / f"p{i}", model_dir)))
+                running(lore.db, tmp_path / f"p{i}", model_dir, path)))
         topic = await store(servers[1], "Team conventions for the billing service", "Billing service")
 
         async def write(n: int, server: Running) -> None:
@@ -336,9 +363,10 @@ async def test_three_servers_write_and_read_one_database_at_once(lore: Running, 
         check.close()
 
 
-async def test_the_current_project_ranks_first(lore: Running, tmp_path: Path, model_dir: Path):
+async def test_the_current_project_ranks_first(lore: Running, tmp_path: Path, model_dir: Path,
+                                              path: str):
     (tmp_path / "beta").mkdir()
-    async with running(lore.db, tmp_path / "beta", model_dir) as beta:
+    async with running(lore.db, tmp_path / "beta", model_dir, path) as beta:
         ids = {}
         for name, server in (("alpha", lore), ("beta", beta)):
             ids[name] = await store(server, f"Releases are cut with the ship script from the main "
@@ -379,11 +407,9 @@ class FakeMemory:
 
 
 def test_a_busy_database_is_retried_then_reported_clearly(monkeypatch: pytest.MonkeyPatch):
-    from mcp.server.mcpserver.exceptions import ToolError
+    from lore_plugin.service import engine
 
-    from lore_plugin.server import tools as server
-
-    monkeypatch.setattr(server.time, "sleep", lambda s: None)
+    monkeypatch.setattr(engine.time, "sleep", lambda s: None)
     service = Service(FakeMemory())  # type: ignore[arg-type]
     calls = []
 
@@ -398,14 +424,14 @@ def test_a_busy_database_is_retried_then_reported_clearly(monkeypatch: pytest.Mo
     def always_busy(memory: Any) -> None:
         raise BusyError("database is locked")
 
-    with pytest.raises(ToolError, match="busy") as caught:
+    with pytest.raises(ToolFailure, match="busy") as caught:
         service.call(always_busy)
     assert str(caught.value) == BUSY_MESSAGE
 
     def missing(memory: Any) -> None:
         raise NotFound("no fragment with id x; use query_memory to find ids")
 
-    with pytest.raises(ToolError, match="use query_memory"):
+    with pytest.raises(ToolFailure, match="use query_memory"):
         service.call(missing)
 
 
@@ -414,10 +440,10 @@ def compact(data: dict[str, Any]) -> str:
 
 
 async def test_store_memory_on_an_empty_memory_places_it_and_never_stores_it_twice(
-        tmp_path: Path, model_dir: Path):
+        tmp_path: Path, model_dir: Path, path: str):
     project = tmp_path / "billing-service"
     project.mkdir()
-    async with running(tmp_path / "memory.db", project, model_dir) as fresh:
+    async with running(tmp_path / "memory.db", project, model_dir, path) as fresh:
         text, data = await fresh.ok("store_memory", content="Deploys happen Thursday 09:00 UTC.",
                                     summary="The billing deploy window is Thursday 09:00 UTC")
         assert data["depth"] == 2 and len(data["created"]) == 2 and not data["duplicate"]

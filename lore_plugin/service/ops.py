@@ -1,0 +1,64 @@
+"""What the memory service answers, op by op, over its one warm Memory: the five tools (as
+MCP CallToolResult JSON, exactly what the in-process server sends), the per-prompt recall
+(the hook's request, as the in-process servers answer it), `lore recall`, and its status."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..recall import render
+from ..recall.prompt_recall import serve as serve_prompt
+from .answers import run_tool
+from .engine import Service, ToolFailure
+
+
+class Ops:
+    def __init__(self, engine: Service, version: str) -> None:
+        self.engine, self.version = engine, version
+        self.started = time.monotonic()
+        self.answered = 0
+
+    def answer(self, op: str, args: dict[str, Any], project: str | None,
+               request: dict[str, Any]) -> dict[str, Any]:
+        self.answered += 1
+        if op == "tool":
+            return run_tool(self.engine, str(args.get("name", "")), args.get("arguments"), project)
+        if op == "prompt":  # the hook's request itself carries the prompt and the seen ids
+            return serve_prompt(self.engine.lock, self.engine.memory, self.engine.warm, request)
+        if op == "recall":
+            return self.recall(args, project)
+        if op == "status":
+            return self.status()
+        return {"error": f"unknown op {op!r}"}
+
+    def recall(self, args: dict[str, Any], project: str | None) -> dict[str, Any]:
+        """`lore recall QUERY`: the text the command prints, from the warm model and index."""
+        query, depth, limit = args.get("query"), args.get("depth", 1), args.get("limit", 10)
+        if not isinstance(query, str) or not isinstance(depth, int) or not isinstance(limit, int):
+            return {"error": "recall needs a query (text), a depth and a limit (integers)"}
+        try:
+            recall = self.engine.call(lambda m: m.query(query, depth=depth, limit=limit), True,
+                                      project)
+        except ToolFailure as exc:
+            return {"error": str(exc)}
+        return {"text": render.recall_text(query, depth, recall.fragments, recall.keyword_only),
+                "ids": [s.fragment.id for s in recall.fragments]}
+
+    def status(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "version": self.version, "warm": self.engine.warm.is_set(),
+                "uptime": round(time.monotonic() - self.started, 1), "answered": self.answered,
+                "rss_mb": rss_mb(), "db": str(self.engine.memory.db_path)}
+
+
+def rss_mb() -> float | None:
+    """This process's resident memory (Linux /proc); None elsewhere."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return None
