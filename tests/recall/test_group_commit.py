@@ -333,8 +333,9 @@ def test_a_writer_killed_in_its_transaction_loses_nothing_acknowledged_and_a_ret
 # -- the MCP server's store_memory goes through it ---------------------------------------
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("path", ["service", "in-process"])
 async def test_concurrent_store_memory_calls_to_one_real_server_are_each_stored_once(
-        tmp_path, anyio_backend):
+        tmp_path, anyio_backend, path):
     import anyio
 
     from lore_plugin.embedding.embedder import assemble_from_packages
@@ -346,7 +347,7 @@ async def test_concurrent_store_memory_calls_to_one_real_server_are_each_stored_
     (tmp_path / "project").mkdir()
     answers: list[dict] = []
     calls = [numbered(i) for i in range(10)] + [FACT, FACT]
-    async with running(tmp_path / "memory.db", tmp_path / "project", model_dir) as lore:
+    async with running(tmp_path / "memory.db", tmp_path / "project", model_dir, path) as lore:
         async def one(content: str, summary: str) -> None:
             _, data = await lore.ok("store_memory", content=content, summary=summary)
             answers.append(data)
