@@ -1,7 +1,7 @@
 """Where a warm server's memory goes (issue 27): RSS after each step of a server's start, in a
 fresh process per run, for onnxruntime's allocator and thread settings and for index sizes.
 
-    python bench/bench_memory.py [--runs 3] [--sizes 500 2000 100000] [--json PATH]
+    python bench/bench_memory.py [--runs 3] [--sizes 500 2000 100000] [--base DIR] [--json PATH]
 
 Each run is a child process (`--child`) that takes the steps an MCP server takes, in its
 order, and reads VmRSS (and at the end VmHWM, the peak) from /proc/self/status after each:
@@ -70,8 +70,12 @@ def child(config: dict) -> None:
     tokenizer = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
     step("tokenizer loaded")
     del tokenizer  # the model below loads its own
-    embedder = LocalEmbedder(Path(config["models"]), threads=config["threads"],
-                             arena=config["arena"], mem_pattern=config["mem_pattern"])
+    try:
+        embedder = LocalEmbedder(Path(config["models"]), threads=config["threads"],
+                                 arena=config["arena"], mem_pattern=config["mem_pattern"])
+    except TypeError:  # a checkout from before these switches: its shipped settings only
+        assert not config["arena"] and config["mem_pattern"], "settings this code lacks"
+        embedder = LocalEmbedder(Path(config["models"]), threads=config["threads"])
     assert embedder.available, embedder.failure
     step("session created (model weights)")
     embedder.embed(["retry policy timeouts"])
@@ -83,11 +87,11 @@ def child(config: dict) -> None:
         started = time.perf_counter()
         embedder.embed(["how do we roll back a failed deploy"])
         one.append(time.perf_counter() - started)
-    for _ in range(3):
+    for _ in range(2):
         started = time.perf_counter()
         embedder.embed([LONG] * 32)
         batch.append(time.perf_counter() - started)
-    step("after 30 single and 3 batch embeddings")
+    step("after 30 single and 2 batch embeddings")
     out: dict = {"embed_one_ms": statistics.median(one) * 1000,
                  "embed_batch32_ms": statistics.median(batch) * 1000}
     if config.get("db"):
@@ -125,7 +129,7 @@ def child(config: dict) -> None:
 
 def run_child(config: dict) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{ROOT / 'bench'}"
+    env["PYTHONPATH"] = f"{config.get('checkout', ROOT)}{os.pathsep}{ROOT / 'bench'}"
     out = subprocess.run([sys.executable, str(Path(__file__)), "--child", json.dumps(config)],
                          env=env, capture_output=True, text=True, timeout=900)
     if out.returncode:
@@ -154,6 +158,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[500, 2000, 100000])
     parser.add_argument("--settings-size", type=int, default=2000,
                         help="the database size at which the onnxruntime settings are compared")
+    parser.add_argument("--base", help="another checkout, run with its shipped settings too")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.child:
@@ -171,6 +176,10 @@ def main() -> None:
     jobs |= {f"{name} ({args.settings_size} fragments)": {**conf, "db": dbs[args.settings_size],
                                                           "models": models}
              for name, conf in list(SETTINGS.items())[1:]}
+    if args.base:
+        jobs |= {f"[base] {size} fragments": {**shipped, "db": db, "models": models,
+                                              "checkout": args.base}
+                 for size, db in dbs.items()}
     results: dict[str, list[dict]] = {name: [] for name in jobs}
     for run in range(args.runs):  # alternating, so load changes hit every setting alike
         for name, config in jobs.items():
