@@ -58,8 +58,9 @@ def child(config: dict) -> None:
     step("numpy")
     from lore_plugin.store import Store
     step("store (apsw)")
-    import lore_plugin.server  # noqa: F401
-    step("server module (mcp, pydantic, starlette)")
+    if config.get("server_module", True):  # a memory service without the MCP SDK skips it
+        import lore_plugin.server  # noqa: F401
+        step("server module (mcp, pydantic, starlette)")
     import onnxruntime  # noqa: F401
     import tokenizers  # noqa: F401
     step("onnxruntime + tokenizers imported")
@@ -159,6 +160,8 @@ def main() -> None:
     parser.add_argument("--settings-size", type=int, default=2000,
                         help="the database size at which the onnxruntime settings are compared")
     parser.add_argument("--base", help="another checkout, run with its shipped settings too")
+    parser.add_argument("--no-server-module", action="store_true",
+                        help="skip the MCP server module, as a memory service would")
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.child:
@@ -171,11 +174,12 @@ def main() -> None:
     models = str(CACHE / "models")
     dbs = {size: str(bench_db(size, embedder, False)) for size in args.sizes}
     shipped = next(iter(SETTINGS.values()))
+    shipped = {**shipped, "server_module": not args.no_server_module}
     jobs = {f"{size} fragments": {**shipped, "db": db, "models": models}
             for size, db in dbs.items()}
     jobs |= {f"{name} ({args.settings_size} fragments)": {**conf, "db": dbs[args.settings_size],
                                                           "models": models}
-             for name, conf in list(SETTINGS.items())[1:]}
+             for name, conf in list(SETTINGS.items())[1:] if args.settings_size in dbs}
     if args.base:
         jobs |= {f"[base] {size} fragments": {**shipped, "db": db, "models": models,
                                               "checkout": args.base}

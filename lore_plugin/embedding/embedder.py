@@ -44,6 +44,7 @@ BATCH = 32  # design §9: batch 256 is slower and doubles memory
 # one call grows with them: 32 texts of 256 tokens took 390 MB at its peak, 8 took 124 MB
 # (bench/bench_memory.py). Short texts still go 32 at a time (32 × 32 tokens).
 TOKEN_BUDGET = 1024
+MMAP_THRESHOLD = 128 << 10  # glibc's starting value; see _return_freed_buffers
 RETRY_AFTER = 60.0  # seconds before a model that failed to load is tried again
 
 
@@ -108,7 +109,7 @@ def _return_freed_buffers() -> None:
     try:
         import ctypes
 
-        ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+        ctypes.CDLL(None).mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass
 
