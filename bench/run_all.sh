@@ -8,6 +8,7 @@ bash scripts/setup.sh >&2
 py=.venv/bin/python
 mkdir -p bench/results
 $py bench/bench_hooks.py --json bench/results/hooks.json
+$py bench/bench_memory.py --json bench/results/memory.json
 $py bench/bench_model.py --json bench/results/model.json
 $py bench/bench_server.py --json bench/results/server.json
 $py bench/bench_ingest.py --json bench/results/ingest.json

@@ -27,6 +27,8 @@ VERSION = PLUGIN_JSON["version"]
 MCP_TOOLS = {"query_memory", "explore_memory", "traverse_memory", "store_memory", "list_topics"}
 TOOL_PREFIX = "mcp__plugin_lore_memory__"
 PREPARE = ["-m", "lore_plugin.cli", "prepare"]  # what provisioning runs last
+# How the launcher starts a hook: -c, not -m, which would cost the Stop hook runpy's imports.
+HOOKS = ["-c", "import sys; from lore_plugin.hooks import main; sys.exit(main())"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -243,12 +245,13 @@ def test_an_installed_plugin_gives_claude_the_memory_tools_and_runs_every_hook(
     offered = {tool["name"] for request in api.messages for tool in request.get("tools", [])}
     assert {TOOL_PREFIX + tool for tool in MCP_TOOLS} <= offered
 
+    hooks = " ".join(HOOKS)
     expected = {
         "-m lore_plugin.server",
-        "-m lore_plugin.hooks session-start",
-        "-m lore_plugin.hooks user-prompt",
-        "-m lore_plugin.hooks stop",
-        "-m lore_plugin.hooks session-end",
+        f"{hooks} session-start",
+        f"{hooks} user-prompt",
+        f"{hooks} stop",
+        f"{hooks} session-end",
     }
     deadline = time.monotonic() + 10
     while not expected <= set(calls.read_text().splitlines()) and time.monotonic() < deadline:
@@ -275,6 +278,10 @@ def record(kind, **more):
         log.write(json.dumps(entry) + "\\n")
 
 
+if args[:1] == ["-c"] and "from lore_plugin.hooks import main" in args[1]:
+    record("run", stdin=sys.stdin.read())
+    print("FAKE-OUT")
+    sys.exit(0)
 if args[:1] == ["-c"] and "version_info" in args[1]:
     sys.stdout.write(os.environ.get("FAKE_PY_VERSION", "3.12"))
     sys.exit(int(os.environ.get("FAKE_PY_STATUS", "0")))
@@ -409,7 +416,7 @@ def test_a_disabled_hook_exits_at_once_without_starting_python(sandbox: Sandbox)
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("hook", "stop"), ["-m", "lore_plugin.hooks", "stop"]),
+        (("hook", "stop"), [*HOOKS, "stop"]),
         (("mcp",), ["-m", "lore_plugin.server"]),
         (
             ("cli", "query", "rust async", "--depth", "2"),
@@ -455,7 +462,7 @@ def test_a_first_hook_returns_at_once_and_provisions_in_a_detached_session(
     assert sandbox.prepares() == 1  # the model's optimised copy, made once by the builder
     [call] = sandbox.runs()
     assert call["exe"] == str(sandbox.venv / "bin" / "python")
-    assert call["args"] == ["-m", "lore_plugin.hooks", "stop"]
+    assert call["args"] == [*HOOKS, "stop"]
     assert call["stdin"] == '{"x": 1}'
 
 

@@ -2,21 +2,24 @@
 how to clean kept text, and the Stop hook's count of pending requests.
 
 This is the part of transcript reading that runs on every turn, so it imports only the
-standard library (no dataclasses, typing or orjson: each costs milliseconds the hook does not
-have). transcript.py builds turns on top of it, with the same classification, so the count
-and the turns always agree.
+standard library, and lightly: no dataclasses, typing or orjson, and not even json or re (a
+request line is parsed by core/lean_json.py, and the cleaning regexes below are compiled on
+first use), because each of those costs milliseconds the hook does not have. transcript.py
+builds turns on top of it, with the same classification, so the count and the turns always
+agree.
 """
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
-import re
-from collections.abc import Callable
+
+from ..core.lean_json import loads as lean_loads
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
+    import re
+    from collections.abc import Callable
     from typing import Any
 
 # A line this large is not parsed at all: orjson would need several times its size in memory,
@@ -26,20 +29,41 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 # --- text cleaning ----------------------------------------------------------------------------
 
-# Wrappers whose whole content is machine output or harness chatter, never the human's words.
-# An unclosed wrapper runs to the end of the text: better to drop too much noise than leak it.
-_NOISE_BLOCK = re.compile(
-    r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat"
-    r"|bash-stdout|bash-stderr|task-notification|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
-    re.DOTALL,
-)
-_COMMAND_TAG = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>", re.DOTALL)
-_BASH_INPUT = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
-_DATA_URI = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=]{16,}")
-# 100+ base64 characters without a break: an inlined image, archive or key blob. Plain words,
-# paths and hex hashes either break the run or lack the mixed character classes checked below.
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{100,}={0,2}")
-_MANY_BLANK_LINES = re.compile(r"\n{3,}")
+class _Patterns:
+    """The cleaning regexes, compiled once a text needs them: `import re` alone costs the Stop
+    hook ~6 ms, and most of the lines it judges are plain prompts that need none of them."""
+
+    def __init__(self) -> None:
+        import re
+
+        # Wrappers whose whole content is machine output or harness chatter, never the human's
+        # words. An unclosed wrapper runs to the end of the text: better to drop too much noise
+        # than leak it.
+        self.noise_block = re.compile(
+            r"<(system-reminder|local-command-stdout|local-command-stderr|local-command-caveat"
+            r"|bash-stdout|bash-stderr|task-notification|user-prompt-submit-hook)>.*?(?:</\1>|\Z)",
+            re.DOTALL,
+        )
+        self.command_tag = re.compile(r"<command-(name|message|args)>(.*?)</command-\1>",
+                                      re.DOTALL)
+        self.bash_input = re.compile(r"<bash-input>(.*?)</bash-input>", re.DOTALL)
+        self.data_uri = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=]{16,}")
+        # 100+ base64 characters without a break: an inlined image, archive or key blob. Plain
+        # words, paths and hex hashes either break the run or lack the mixed character classes
+        # checked below.
+        self.base64_run = re.compile(r"[A-Za-z0-9+/]{100,}={0,2}")
+        self.many_blank_lines = re.compile(r"\n{3,}")
+
+
+_compiled: list[_Patterns] = []
+
+
+def _patterns() -> _Patterns:
+    if not _compiled:
+        _compiled.append(_Patterns())
+    return _compiled[0]
+
+
 # Claude Code writes these when the user presses Esc; they carry no knowledge.
 _INTERRUPT_PREFIX = "[Request interrupted by user"
 
@@ -59,9 +83,10 @@ def _base64_or_keep(match: re.Match[str]) -> str:
 def _render_command(text: str) -> str:
     """'<command-name>/compact</command-name>...<command-args>x</command-args>' -> '/compact x'."""
     tags: dict[str, str] = {}
-    for match in _COMMAND_TAG.finditer(text):
+    command_tag = _patterns().command_tag
+    for match in command_tag.finditer(text):
         tags.setdefault(match.group(1), match.group(2).strip())
-    rest = _COMMAND_TAG.sub("", text).strip()
+    rest = command_tag.sub("", text).strip()
     name = tags.get("name") or tags.get("message") or ""
     if name and not name.startswith("/"):
         name = "/" + name
@@ -71,17 +96,22 @@ def _render_command(text: str) -> str:
 
 def clean_text(text: str) -> str:
     """Strip harness wrappers and inlined binary from one kept text; '' when nothing is left."""
+    # Each pattern runs only where it can match, tested with plain string methods first, so
+    # that a plain prompt is cleaned without compiling (or importing) any regex.
     if "<" in text:
-        text = _NOISE_BLOCK.sub("", text)
+        text = _patterns().noise_block.sub("", text)
         if "<command-" in text:
             text = _render_command(text)
         if "<bash-input>" in text:
-            text = _BASH_INPUT.sub(lambda m: "! " + m.group(1).strip(), text)
+            text = _patterns().bash_input.sub(lambda m: "! " + m.group(1).strip(), text)
     if "base64," in text:
-        text = _DATA_URI.sub(BASE64_MARKER, text)
-    if len(text) >= 100:
-        text = _BASE64_RUN.sub(_base64_or_keep, text)
-    text = _MANY_BLANK_LINES.sub("\n\n", text).strip()
+        text = _patterns().data_uri.sub(BASE64_MARKER, text)
+    # A base64 run holds no whitespace, so it lies inside one word of 100+ characters.
+    if len(text) >= 100 and any(len(word) >= 100 for word in text.split()):
+        text = _patterns().base64_run.sub(_base64_or_keep, text)
+    if "\n\n\n" in text:
+        text = _patterns().many_blank_lines.sub("\n\n", text)
+    text = text.strip()
     if text.startswith(_INTERRUPT_PREFIX):
         return ""
     return text
@@ -152,10 +182,10 @@ def _queued_prompt_text(obj: dict[str, Any]) -> str | None:
     return text or None
 
 
-def _parse(line: bytes, loads: Callable[[bytes], Any] = json.loads) -> dict[str, Any] | None:
-    """The Stop hook parses a handful of lines with the stdlib; read_delta passes orjson's
-    loads, which is faster in bulk but costs ~25 ms to import (it pulls in uuid, platform and
-    dataclasses), more than the hook's whole budget allows."""
+def _parse(line: bytes, loads: Callable[[bytes], Any] = lean_loads) -> dict[str, Any] | None:
+    """The Stop hook parses a handful of lines with json.loads's own scanner (lean_json);
+    read_delta passes orjson's loads, which is faster in bulk but costs ~25 ms to import (it
+    pulls in uuid, platform and dataclasses), more than the hook's whole budget allows."""
     if len(line) > MAX_LINE_BYTES:
         return None
     try:
@@ -169,10 +199,12 @@ def _parse(line: bytes, loads: Callable[[bytes], Any] = json.loads) -> dict[str,
 
 # The only lines that can hold a user request. Claude Code writes compact JSON (the spaced form
 # is what Python's json.dumps writes, e.g. in hand-made transcripts). A quote inside a string
-# value is escaped (\"), so text that merely mentions these words never matches. One regex pass
-# finds both kinds; matching lines are then parsed and judged by the same functions as
-# read_delta, so the two always agree.
-_REQUEST_MARKER = re.compile(rb'"type": ?"(?:user|queued_command)"')
+# value is escaped (\"), so text that merely mentions these words never matches. Plain
+# bytes.find over the four spellings finds both kinds (no regex: see the module's docstring);
+# matching lines are then parsed and judged by the same functions as read_delta, so the two
+# always agree.
+_REQUEST_MARKERS = (b'"type":"user"', b'"type": "user"', b'"type":"queued_command"',
+                    b'"type": "queued_command"')
 # Tool results are most user lines by count and nearly all by bytes; skipping them unparsed is
 # what keeps the count cheap. _user_request_text rejects them too.
 _TOOL_RESULT_MARKER = b'"tool_use_id"'
@@ -187,14 +219,21 @@ def _count_requests(data: Any, start: int, size: int) -> int:
     in one line and 7 s for 160K, against 21 ms and 0.12 s now (medians, a busy 2-core box)."""
     end = data.rfind(b"\n", start, size) + 1
     count, pos = 0, start
+    # The next place of each marker at or after `pos` (-1: none left). A place is searched for
+    # again only once `pos` has passed it, so each marker's search also moves forward only.
+    found = [data.find(marker, pos, end) for marker in _REQUEST_MARKERS]
     while pos < end:
-        match = _REQUEST_MARKER.search(data, pos, end)
-        if match is None:
+        places = [(at, i) for i, at in enumerate(found) if at >= 0]
+        if not places:
             break
+        at, which = min(places)
         # `pos` is always a line start, so the way back never passes it.
-        line_start = data.rfind(b"\n", pos, match.start()) + 1 or pos
-        line_end = data.find(b"\n", match.end(), end)  # found: data[end - 1] is a newline
+        line_start = data.rfind(b"\n", pos, at) + 1 or pos
+        # Always found: data[end - 1] is a newline.
+        line_end = data.find(b"\n", at + len(_REQUEST_MARKERS[which]), end)
         pos = line_end + 1
+        found = [data.find(_REQUEST_MARKERS[i], pos, end) if 0 <= f < pos else f
+                 for i, f in enumerate(found)]
         if line_end - line_start > MAX_LINE_BYTES:
             continue  # never copied: _parse would refuse it anyway
         if data.find(_TOOL_RESULT_MARKER, line_start, line_end) >= 0:

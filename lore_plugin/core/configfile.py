@@ -7,7 +7,6 @@ and needs just two values from it. config.py wraps the same values in the frozen
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
@@ -69,17 +68,25 @@ _BOUNDS: dict[str, tuple[float, float]] = {
     "brief_chars": (500, 9000),  # Claude Code truncates hook context at 10,000 characters
 }
 # A variable *name*: a pasted key fails this, and is then never repeated in a warning.
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,199}$")
+# Patterns, not compiled ones: `re` is imported only when a value needs the check, because its
+# import alone (~6 ms) would be most of the Stop hook's work.
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+_MODEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:@/\[\]-]{0,199}$"
 _NOT_ECHOED = frozenset({"api_key_env"})  # what a user may have pasted a secret into
+
+
+def _fits(pattern: str, value: str) -> bool:
+    import re
+
+    return re.match(pattern, value) is not None
 
 
 def _checked(attr: str, value: Any) -> Any:
     """`value` if it is sane for `attr`; ValueError (the reason) if not."""
-    if attr == "api_key_env" and not _ENV_NAME.match(value):
+    if attr == "api_key_env" and not _fits(_ENV_NAME, value):
         raise ValueError("not an environment variable name (letters, digits and _); the "
                          "value is not shown, in case it is the key itself")
-    if attr == "claude_model" and not _MODEL_NAME.match(value):
+    if attr == "claude_model" and not _fits(_MODEL_NAME, value):
         raise ValueError("not a model name")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if value - value != 0:  # NaN or infinite (math.isfinite; math costs the Stop hook)
@@ -143,7 +150,7 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))
     if env.get("LORE_MODEL"):
-        if _MODEL_NAME.match(env["LORE_MODEL"]):
+        if _fits(_MODEL_NAME, env["LORE_MODEL"]):
             values["claude_model"] = env["LORE_MODEL"]
         else:
             warnings.append("LORE_MODEL ignored: not a model name")

@@ -7,7 +7,6 @@ before it reads anything of the transcript."""
 from __future__ import annotations
 
 import os
-import re
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
 
 PAUSE_FILE = "paused"  # in the Lore home; its presence is the switch
 IGNORE_FILE = ".lore-ignore"
-_CWD = re.compile(rb'"cwd": ?"((?:[^"\\]|\\.)*)"')
+_CWD = rb'"cwd": ?"((?:[^"\\]|\\.)*)"'  # compiled on use: the Stop hook never needs it
 HEAD_BYTES = 64 * 1024  # how much of a transcript's head may be scanned for its cwd
 
 
@@ -69,6 +68,7 @@ def transcript_cwd(path: str | os.PathLike[str]) -> str | None:
     lines, for callers that have no hook payload (the sweep, `lore ingest`). Only that field
     is looked for; no line is parsed."""
     import json
+    import re
 
     head, match = b"", None
     try:
@@ -78,7 +78,7 @@ def transcript_cwd(path: str | os.PathLike[str]) -> str | None:
                 if not chunk:
                     break
                 head += chunk
-                match = _CWD.search(head)
+                match = re.search(_CWD, head)
     except OSError:
         return None
     if match is None:

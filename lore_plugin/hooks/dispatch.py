@@ -7,38 +7,41 @@ so its time is the user's. Slow work goes to a double-forked worker whose stdio 
 Claude Code's (Claude Code waits for a hook's stdout and stderr to close). Every failure is
 caught at this outermost edge, logged, and turned into exit code 0.
 
-The Stop path is leaner still: it reads two config values (configfile), one watermark (store)
-and counts pending requests (lines), without the dataclass-based Settings and value types,
-whose import alone would cost more than its 40 ms budget."""
+The Stop path is leaner still: it reads two config values (configfile), one watermark
+(store/peek.py, apsw alone) and counts pending requests (lines), without the dataclass-based
+Settings and value types, the Store's mixins or even pathlib (os.path does): with them its
+imports cost more than the rest of its work."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import sys
 import time
-from pathlib import Path
+
+from ..core.lean_json import loads
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from ..core.config import Settings
     from ..core.types import HookEvent
 
 MAX_STDIN = 1 << 20
-_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# A session id names files and rows: 1-128 of these, checked without re (see lean_json).
+_SESSION_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def _payload(raw: bytes) -> tuple[dict, str]:
     """The hook's JSON object and its validated session id ('' when absent or odd)."""
-    data = json.loads(raw or b"{}")
+    data = loads(raw or b"{}")
     if not isinstance(data, dict):
         raise ValueError("hook payload is not a JSON object")
     session = str(data.get("session_id") or "")
-    return data, session if _SESSION_ID.match(session) else ""
+    valid = 0 < len(session) <= 128 and _SESSION_CHARS.issuperset(session)
+    return data, session if valid else ""
 
 
 def parse_event(raw: bytes, name: str, env: Mapping[str, str] | None = None,
@@ -84,11 +87,11 @@ def _valid_transcript(value: object, env: Mapping[str, str]) -> tuple[str | None
     return value, None
 
 
-def _log_note(log_dir: Path, name: str, message: str) -> None:
+def _log_note(log_dir: str | Path, name: str, message: str) -> None:
     """One line in hooks.log for input that was ignored; never raises."""
     try:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        with open(log_dir / "hooks.log", "a", encoding="utf-8") as fh:
+        os.makedirs(log_dir, exist_ok=True)
+        with open(os.path.join(log_dir, "hooks.log"), "a", encoding="utf-8") as fh:
             fh.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {os.getpid()} {name}: {message}\n")
     except OSError:
         pass
@@ -104,18 +107,18 @@ def start_job(home: str, max_workers: int, *args: str) -> None:
     if slot is None:
         return
     try:
-        spawn_worker(Path(home) / "logs", "drain", "--slot-fd", str(slot), keep_fd=slot)
+        spawn_worker(os.path.join(home, "logs"), "drain", "--slot-fd", str(slot), keep_fd=slot)
     finally:
         os.close(slot)  # the worker holds its own copy of the locked file now
 
 
-def spawn_worker(log_dir: Path, *args: str, keep_fd: int | None = None) -> None:
+def spawn_worker(log_dir: str | Path, *args: str, keep_fd: int | None = None) -> None:
     """Starts `python -m lore_plugin.worker ARGS` fully detached: double fork + setsid, so it
     survives Claude Code killing the hook's process tree, with stdio on /dev/null and a log.
     keep_fd (a worker slot's lock) is the one other descriptor the worker inherits."""
     cmd = [sys.executable, "-m", "lore_plugin.worker", *args]
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log_path = log_dir / "worker.out"
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, "worker.out")
     if os.name != "posix":  # pragma: no cover - Windows
         import subprocess
 
@@ -151,7 +154,12 @@ def spawn_worker(log_dir: Path, *args: str, keep_fd: int | None = None) -> None:
 def _watermark(db_path: str, transcript: str) -> int:
     if not os.path.exists(db_path):
         return 0
-    from ..store import Store
+    from ..store.peek import watermark
+
+    offset = watermark(db_path, transcript)
+    if offset is not None:
+        return offset
+    from ..store import Store  # another schema version, or busy: Store migrates or waits
 
     store = Store(db_path, readonly=True)
     try:
@@ -171,7 +179,7 @@ def stop_due(raw: bytes, env: dict[str, str]) -> tuple[dict, list[str]] | None:
     values, _ = read_values(env)
     transcript, problem = _valid_transcript(data.get("transcript_path"), env)
     if problem:
-        _log_note(Path(values["home"]) / "logs", "stop", problem)
+        _log_note(os.path.join(values["home"], "logs"), "stop", problem)
     if not transcript:
         return None
     cwd = data.get("cwd") if isinstance(data.get("cwd"), str) else None
@@ -209,6 +217,8 @@ def prompt_output(raw: bytes, env: dict[str, str]) -> str | None:
     context = prompt_context(prompt, session, values["home"], values["db_path"])
     if not context:
         return None
+    import json
+
     return json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                               "additionalContext": context}})
 
@@ -218,12 +228,14 @@ def on_session_end(event: HookEvent, settings: Settings) -> None:
 
     if off_reason(settings) or project_ignored(settings, event.cwd):
         return
-    if event.transcript_path and Path(event.transcript_path).exists():
+    if event.transcript_path and os.path.exists(event.transcript_path):
         start_job(str(settings.home), settings.max_workers, "ingest", event.transcript_path,
                   "--session", event.session_id, *(["--cwd", event.cwd] if event.cwd else []))
 
 
 def on_session_start(event: HookEvent, settings: Settings) -> str | None:
+    from pathlib import Path
+
     from ..capture.history import claude_projects_dir, hint_once, record_if_first_run
     from ..core.private import lock_down
 
@@ -254,6 +266,8 @@ def run(name: str, raw: bytes, settings: Settings) -> str | None:
     elif name == "session-start":
         brief = on_session_start(event, settings)
         if brief:
+            import json
+
             return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                                       "additionalContext": brief}})
     return None
@@ -263,12 +277,13 @@ def _log_failure(settings: Settings | None, name: str, exc: BaseException) -> No
     try:
         import traceback
 
+        log_dir: str | Path
         if settings:
             log_dir = settings.log_dir
         else:  # settings never loaded: the same home they would have named
             from ..core.configfile import read_values
 
-            log_dir = Path(read_values(dict(os.environ))[0]["home"]) / "logs"
+            log_dir = os.path.join(read_values(dict(os.environ))[0]["home"], "logs")
         from ..safety.redact import redact
 
         _log_note(log_dir, name, redact(f"failed: {type(exc).__name__}: {exc}\n"

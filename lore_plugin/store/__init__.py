@@ -20,29 +20,37 @@ methods in its own module (a mixin), built on `connection.Connection`:
     merging      consolidation's topic-merge candidates and the merge itself
     forgetting   what to forget, and forgetting
     loops        failures and their recurring patterns, recall use (issue 17)
-    curation     the viewer's tree pages, activity, and the undo journal of curation"""
+    curation     the viewer's tree pages, activity, and the undo journal of curation
+    database     `Store` itself, every mixin above composed on one connection
+    peek         the Stop hook's watermark read, on apsw alone
+
+The names below load on first use (PEP 562): the Stop hook imports `store.peek` after every
+turn, and importing this package must not cost it the twenty modules behind `Store`."""
 
 from __future__ import annotations
 
-from .backup import Backup
-from .bookkeeping import Bookkeeping
-from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, DatabaseError, StoreError, new_id
-from .curation import Curation
-from .decay import Decay
-from .forgetting import Forgetting
-from .fragments import Fragments
-from .history import HISTORY_KEY, HISTORY_MARK, History
-from .keywords import Keywords
-from .loops import Loops
-from .merging import Merging
-from .rows import FRAGMENT_COLUMNS
-from .terms import Terms
-from .upkeep import Upkeep
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from .connection import BUSY_TIMEOUT_MS, IN_CHUNK, BusyError, DatabaseError, StoreError, new_id
+    from .database import Store
+    from .history import HISTORY_KEY, HISTORY_MARK
+    from .rows import FRAGMENT_COLUMNS
 
 __all__ = ["BUSY_TIMEOUT_MS", "FRAGMENT_COLUMNS", "HISTORY_KEY", "HISTORY_MARK", "IN_CHUNK",
            "BusyError", "DatabaseError", "Store", "StoreError", "new_id"]
+# Each public name and the module that defines it.
+_HOMES = {"BUSY_TIMEOUT_MS": "connection", "IN_CHUNK": "connection", "BusyError": "connection",
+          "DatabaseError": "connection", "StoreError": "connection", "new_id": "connection",
+          "Store": "database",
+          "HISTORY_KEY": "history", "HISTORY_MARK": "history", "FRAGMENT_COLUMNS": "rows"}
 
 
-class Store(Curation, Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping,
-            Upkeep, Backup, Decay, Loops):
-    """One connection to the memory database with every storage method (see the modules)."""
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later reads are plain attribute reads
+    return value
