@@ -35,7 +35,7 @@ class Transfer(Fragments):
         rows = [_fragment_row(self.space, f) for f in part]
         if any(r[5] is not None for r in rows):
             self._claim_model()
-        cols = ", ".join(c if c != "embedding" else "embedding" for c in COLUMNS)
+        cols = ", ".join(COLUMNS)
         marks = ", ".join("%s::vector" if c == "embedding" else "%s" for c in COLUMNS)
         ids = [f["id"] for f in part]
         before = set(self._present(ids))
@@ -47,9 +47,8 @@ class Transfer(Fragments):
                    [(f["superseded_by"], self.space, f["id"]) for f in part
                     if f.get("superseded_by") and f["id"] not in before])
         new = [f for f in part if f["id"] not in before]
-        for f in new:
-            self._date_written(f["id"], redact(f["summary"]), redact(f["content"]),
-                               f["created_at"])
+        self._date_many([(f["id"], redact(f["summary"]), redact(f["content"]), f["created_at"])
+                         for f in new])
         return len(new)
 
     def _insert_edges(self, part: Sequence[dict[str, Any]]) -> int:
