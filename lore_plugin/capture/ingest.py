@@ -39,7 +39,8 @@ from .known import (
 from .linking import Planned as _Planned
 from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
-from .transcript import Delta, delta_time, project_key
+from .project_keys import adopt_remote_key
+from .transcript import Delta, delta_time
 from .usefulness import Recall, apply_recall_use, recalls_in
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,8 @@ class Ingestor:
                 continue
             if delta.end_offset <= offset:
                 return  # no complete line yet
-            memory.project = project_key(delta.cwd) if delta.cwd else memory.project
+            if delta.cwd:  # rows kept under the repository's path move to its remote key
+                memory.project = adopt_remote_key(store, delta.cwd)
             recalls = recalls_in(path, delta.start_offset, delta.end_offset)
             if not text or not worth_extracting(delta.turns):
                 # Only noise, tool traffic or small talk here: nothing is worth a call.
