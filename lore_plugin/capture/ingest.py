@@ -40,6 +40,7 @@ from .linking import Planned as _Planned
 from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
 from .project_keys import adopt_remote_key
+from .routing import LOCAL, Routes, transcript_space
 from .transcript import Delta, delta_time
 from .usefulness import Recall, apply_recall_use, recalls_in
 
@@ -76,8 +77,10 @@ class Ingestor:
         # One Memory for every file this ingestor sees: a fresh one per file would load the
         # vector index again for each transcript and subagent file (0.5 s at 100K).
         self._memory: Memory | None = None
+        self.routes = Routes(settings, embedder, clock)  # the hub spaces written to
 
     def close(self) -> None:
+        self.routes.close()
         if self._memory is not None:
             self._memory.close()
             self._memory = None
@@ -90,8 +93,14 @@ class Ingestor:
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
-        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
-                   history_end)
+        space = transcript_space(self.settings, path) if history_end is None else LOCAL
+        if space == LOCAL:
+            self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
+                       history_end)
+        else:
+            why = self.routes.ingest_into(space, str(path), self._memory, lambda m: (
+                self._loop(m, path, session_id, report, retry_parked, ignore_backoff, None)))
+            report.skipped = why or report.skipped
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 LOCAL = "local"  # the SQLite file: private, never leaves the machine
 DEFAULT_SPACE = "personal"
-SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")  # as the hub checks it
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 _WEAK_TLS = {"require": "encrypts but does not check the server's certificate"}
 _NO_TLS = ("disable", "allow", "prefer")
@@ -70,7 +70,7 @@ def checked_url(url: str) -> tuple[str, list[str]]:
     if parts.scheme not in ("postgresql", "postgres"):
         raise HubConfigError("the hub URL must start with postgresql://")
     query = parse_qsl(parts.query, keep_blank_values=True)
-    if parts.password is not None or any(k == "password" for k, _ in query):
+    if parts.password or any(k == "password" and v for k, v in query):
         raise HubConfigError(
             "the hub URL holds a password; remove it and use PGPASSWORD, ~/.pgpass, a service "
             "file, a client certificate or [hub] password_env (the hub is off until then)")
@@ -106,7 +106,7 @@ def safe_url(url: str) -> str:
 
 def space_name(value: object, what: str) -> str:
     if not isinstance(value, str) or not SPACE_NAME.match(value):
-        raise HubConfigError(f"{what} must be a space name (a-z, 0-9, _ and -, at most 63)")
+        raise HubConfigError(f"{what} must be a space name (a-z, 0-9, ., _ and -, at most 63)")
     return value
 
 

@@ -17,10 +17,9 @@ seconds, so a long-lived server recovers when the hub comes back."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from ..core.errors import LoreError, NotFound
@@ -97,7 +96,6 @@ class Spaces:
         self._failed: dict[str, tuple[float, str]] = {}  # space -> (when, why)
         self.timeout = timeout
         self.clock = clock
-        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def names(self) -> list[str]:
@@ -138,29 +136,28 @@ class Spaces:
     def _each(self, fn: Callable[[Memory], object], unreachable: dict[str, str]
               ) -> Iterator[tuple[str, object]]:
         """fn on every space at once, each within `timeout`; a failure or a late answer
-        names the space in `unreachable` instead."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="lore-space")
-
-        def run(space: str) -> object:
-            return fn(self.memory(space))
-
-        futures = {space: self._pool.submit(run, space) for space in self.names}
+        names the space in `unreachable` instead. Daemon threads: a hook whose hub hangs in
+        connect exits on time instead of waiting for the connect timeout at interpreter exit."""
+        calls = {space: _Call(lambda space=space: fn(self.memory(space)))  # type: ignore[misc]
+                 for space in self.names}
         deadline = self.clock() + self.timeout
-        for space, future in futures.items():
-            try:
-                yield space, future.result(timeout=max(deadline - self.clock(), 0.01))
-            except FutureTimeout:
+        for space, call in calls.items():
+            if not call.done.wait(max(deadline - self.clock(), 0.0)):
                 why = f"no answer within {self.timeout:g} s"
                 unreachable[space] = why
                 if space != LOCAL:
                     self._failed[space] = (self.clock(), why)
-            except LoreError as exc:
-                if space == LOCAL:
-                    raise  # the local file's own errors (bad input, busy) are the caller's
-                unreachable[space] = str(exc)
-                if not isinstance(exc, _Unreachable):
-                    self.forget(space, str(exc))
+                continue
+            if call.error is None:
+                yield space, call.value
+            elif not isinstance(call.error, LoreError):
+                raise call.error
+            elif space == LOCAL:
+                raise call.error  # the local file's own errors (bad input, busy) are the caller's
+            else:
+                unreachable[space] = str(call.error)
+                if not isinstance(call.error, _Unreachable):
+                    self.forget(space, str(call.error))
 
     def query(self, topic: str, depth: int = 1, limit: int = 10,
               include_superseded: bool = False, reinforce: bool = True) -> FusedRecall:
@@ -207,8 +204,6 @@ class Spaces:
         return hit.space, memory.subtree(hit.fragment.id, max_depth)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         for memory in self._open.values():
             memory.close()
         self._open.clear()
@@ -216,3 +211,22 @@ class Spaces:
 
 class _Unreachable(LoreError):
     """A hub space that failed a moment ago: not tried again before RETRY_AFTER."""
+
+
+class _Call:
+    """One space's read on a daemon thread: its value or its error, and when it is done."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self.value: object = None
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._run, args=(fn,), daemon=True,
+                         name="lore-space").start()
+
+    def _run(self, fn: Callable[[], object]) -> None:
+        try:
+            self.value = fn()
+        except BaseException as exc:  # handed to the caller's thread
+            self.error = exc
+        finally:
+            self.done.set()
