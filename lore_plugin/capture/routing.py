@@ -21,9 +21,9 @@ from ..core.controls import transcript_cwd
 from ..core.errors import ConfigError, LoreError
 from ..core.project import project_key
 from ..embedding.embedder import Embedder
-from ..recall.hub_link import open_memory
 from ..recall.memory import Memory
 from ..recall.spaces import LOCAL
+from .hub_link import open_memory
 
 log = logging.getLogger("lore.capture")
 

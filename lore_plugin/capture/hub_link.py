@@ -2,7 +2,8 @@
 space's store and memory, and the Spaces a session reads (issue 28).
 
 The hub package (hub/) is the backend; this is the one place outside it that builds a HubStore
-from the settings, so the CLI, the server, the hooks and the worker open a space the same way.
+from the settings (in capture/: the lowest layer that may import both the hub and the engine),
+so the CLI, the server, the hooks and the worker open a space the same way.
 The password, when `[hub] password_env` names one, is added to the connection string here, in
 memory only: it is never written, logged or shown (hub errors show the URL without it)."""
 
@@ -16,8 +17,8 @@ from urllib.parse import urlencode
 from ..core.config import Settings
 from ..core.errors import ConfigError
 from ..embedding.embedder import Embedder
-from .memory import Memory
-from .spaces import LOCAL, Spaces
+from ..recall.memory import Memory
+from ..recall.spaces import LOCAL, Spaces
 
 if TYPE_CHECKING:
     from ..hub import HubStore
