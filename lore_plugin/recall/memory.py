@@ -52,13 +52,12 @@ class Memory(Writes):
         """Runs on the keyword thread only, with that thread's own connection: the matches'
         BM25 scores and their rows (without text), read while the query is embedded, and the
         tokens of the best of them, which say how much of the query each holds."""
-        if self._keyword_store is None:
-            self._keyword_store = Store(self.db_path, readonly=True)
-        found = self._keyword_store.keyword_search(expr, KEYWORD_CANDIDATES)
+        store = self.keyword_store()
+        found = store.keyword_search(expr, KEYWORD_CANDIDATES)
         scores = {f.id: -r for f, r in found}
         best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
         return KeywordHits(scores, {f.id: f for f, _ in found},
-                           self._keyword_store.fragment_tokens(best) if best else {})
+                           store.fragment_tokens(best) if best else {})
 
     def _start_keyword_search(self, expr: str) -> Future[KeywordHits]:
         if self._keyword_pool is None:

@@ -5,6 +5,7 @@ memory.Memory adds retrieval and navigation, memory_writes.Writes reinforcement 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +20,7 @@ from ..core.types import Fragment, ScoredFragment
 from ..embedding.embedder import Embedder
 from ..embedding.vector_snapshot import snapshot_path
 from ..store import Store
+from .database_vectors import DatabaseVectors
 from .search import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -66,10 +68,18 @@ class Recall:
 
 
 class MemoryBase:
-    def __init__(self, db_path: Path | str, embedder: Embedder | None,
+    def __init__(self, db_path: Path | str | Any, embedder: Embedder | None,
                  clock: Clock = time.time, project: str | None = None,
                  tz: tzinfo | None = None) -> None:
-        self.db_path = Path(db_path)
+        # A path is a SQLite file, opened here. A store object instead (a hub space,
+        # hub.HubStore) serves every connection below and stays its caller's to close; when
+        # it offers vector_search, the database answers vector queries (DatabaseVectors).
+        self._given: Any = None
+        if isinstance(db_path, str | os.PathLike):
+            self.db_path = Path(db_path)
+        else:
+            self._given = db_path
+            self.db_path = Path(getattr(db_path, "path", "") or f"hub-{db_path.space}")
         self.tz = tz  # for dates named in queries; None is the local time zone
         self.embedder = embedder
         self.clock = clock
@@ -88,27 +98,36 @@ class MemoryBase:
         """Made on first use: the SessionStart brief reads topics only, and the index would
         import numpy (~0.1 s) for nothing."""
         if self._index is None:
-            self._index = VectorIndex(snapshot_path(self.db_path))
+            if hasattr(self._given, "vector_search"):
+                self._index = DatabaseVectors(self._given)
+            else:
+                self._index = VectorIndex(snapshot_path(self.db_path))
         return self._index
 
     # -- connections --------------------------------------------------------------------
     @property
     def writer(self) -> Store:
         if self._writer is None:
-            self._writer = Store(self.db_path)
+            self._writer = self._given or Store(self.db_path)
         return self._writer
 
     @property
     def reader(self) -> Store:
         if self._reader is None:  # a read-only Store creates or migrates the file first if needed
-            self._reader = Store(self.db_path, readonly=True)
+            self._reader = self._given or Store(self.db_path, readonly=True)
         return self._reader
+
+    def keyword_store(self) -> Store:
+        """The keyword thread's own connection (see memory.Memory._keyword_search)."""
+        if self._keyword_store is None:
+            self._keyword_store = self._given or Store(self.db_path, readonly=True)
+        return self._keyword_store
 
     def close(self) -> None:
         if self._keyword_pool is not None:
             self._keyword_pool.shutdown(wait=True)
         for store in (self._reader, self._writer, self._keyword_store):
-            if store is not None:
+            if store is not None and store is not self._given:
                 store.close()
         self._reader = self._writer = self._keyword_store = None
         self._keyword_pool = None
