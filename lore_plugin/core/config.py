@@ -41,6 +41,13 @@ class Settings:
     ingestion_enabled: bool = True
     ignore_projects: tuple[str, ...] = ()  # paths or globs of projects never read
     max_workers: int = 2  # detached workers alive at once, machine-wide (per Lore home)
+    # The hub (issue 28, core/hubconfig.py): None is no hub, and nothing changes.
+    hub_url: str | None = None  # checked: no password, TLS off loopback
+    hub_space: str = "personal"  # where projects without a rule write
+    hub_password_env: str | None = None
+    hub_read: tuple[str, ...] = ()  # hub spaces recall reads; empty: the ones written to
+    hub_routes: tuple[tuple[str, str], ...] = ()  # (project key or glob, space), first wins
+    hub_connect_timeout: float = 3.0
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property
@@ -51,6 +58,22 @@ class Settings:
     def lock_dir(self) -> Path:
         return self.home / "locks"
 
+    def space_for(self, project: str | None) -> str:
+        """The space `project`'s new knowledge goes to: "local" without a hub."""
+        if not self.hub_url:
+            return "local"
+        from .hubconfig import route
+
+        return route(self.hub_routes, self.hub_space, project)
+
+    @property
+    def hub_spaces(self) -> tuple[str, ...]:
+        """The hub spaces recall reads: `[hub] read`, else every space something writes to."""
+        if not self.hub_url:
+            return ()
+        named = self.hub_read or (self.hub_space, *(space for _, space in self.hub_routes))
+        return tuple(dict.fromkeys(s for s in named if s != "local"))
+
     @property
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -58,6 +81,14 @@ class Settings:
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Never raises: a broken config file falls back to defaults and records a warning."""
-    values, warnings = read_values(dict(os.environ) if env is None else env)
+    env = dict(os.environ) if env is None else env
+    values, warnings = read_values(env)
+    hub_table = values.pop("hub_table", None)
+    if hub_table is not None or env.get("LORE_HUB_URL"):
+        from .hubconfig import read_hub
+
+        hub_values, hub_warnings = read_hub(hub_table, env)
+        values.update(hub_values)
+        warnings.extend(hub_warnings)
     db_path, home = Path(values.pop("db_path")), Path(values.pop("home"))
     return Settings(db_path=db_path, home=home, **values, warnings=tuple(warnings))

@@ -146,6 +146,9 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
             shown = "..." if attr in _NOT_ECHOED else repr(table[key])[:80]
             warnings.append(f"config [{section}] {key} = {shown} ignored (using the default): "
                             f"{exc}")
+    # The [hub] table as written: config.load_settings checks it (hubconfig.py), so the Stop
+    # hook, which reads values here and needs no hub, imports no URL parsing for it.
+    values["hub_table"] = data.get("hub")
     values["home"] = home
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))

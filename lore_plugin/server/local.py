@@ -10,6 +10,7 @@ from typing import Any
 
 from ..recall.memory import Memory
 from ..recall.prompt_recall import open_socket
+from ..service import spaced
 from ..service.answers import run_tool
 from ..service.engine import Service
 
@@ -29,6 +30,7 @@ class Local:
         memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"),
                         project=project)
         service = Service(memory)
+        spaced.attach(service, settings)  # with a hub: its spaces are read and routed to
         close_socket = open_socket(settings, service.lock, memory, service.warm)
 
         def warm() -> None:

@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from .. import __version__
 from ..recall import render
 from ..recall.memory import Memory
-from ..service import answers
+from ..service import answers, spaced
 from ..service.answers import MAX_CHARS, MAX_TOPICS
 from ..service.engine import BUSY_MESSAGE, Service, ToolFailure
 from ..service.tool_schema import (
@@ -156,6 +156,7 @@ def main() -> None:
     project = project_key(os.getcwd())
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
     service = Service(memory)
+    spaced.attach(service, settings)  # with a hub: its spaces are read and routed to
     log.info("serving %s for project %s", settings.db_path, project)
     close_socket = open_socket(settings, service.lock, memory, service.warm)  # for the hook
 

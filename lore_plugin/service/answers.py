@@ -16,7 +16,8 @@ from ..core.types import Fragment
 from ..recall import render
 from ..recall.group_commit import group_writer
 from ..recall.memory import Memory
-from ..recall.storing import stored_text
+from ..recall.storing import Stored, stored_text
+from . import spaced
 from .engine import Service, ToolFailure
 from .tool_schema import (
     ContentArg,
@@ -69,19 +70,21 @@ def more_note(omitted: int, hint: str) -> str:
 
 def query_memory(service: Service, topic: str, depth: int = 1, limit: int = 10,
                  project: str | None = None) -> Answer:
-    recall = service.call(
-        lambda m: m.query(topic, depth=depth, limit=limit, reinforce=False), True, project)
-    results = recall.fragments
-    service.reinforce_later([s.fragment.id for s in results])
+    recall = service.call(lambda m: spaced.fused_query(service, m, topic, depth, limit), True,
+                          project)
+    results, spaces = [h.scored for h in recall.hits], [h.space for h in recall.hits]
+    service.reinforce_later([h.fragment.id for h in recall.hits if h.space == spaced.LOCAL])
 
     def build(n: int) -> Answer:
-        text = render.recall_text(topic, depth, results[:n], recall.keyword_only)
+        text = render.recall_text(topic, depth, results[:n], recall.keyword_only, spaces,
+                                  recall.unreachable)
         text = render.recalled(text) if results else text
         text += more_note(len(results) - n, "lower the limit or narrow the topic")
         return text, QueryAnswer(
             topic=topic, depth=depth, keyword_only=recall.keyword_only,
-            fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4))
-                       for s in results[:n]], omitted=len(results) - n)
+            fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4), space=space)
+                       for s, space in zip(results[:n], spaces)],
+            omitted=len(results) - n, unreachable=recall.unreachable)
 
     return fitted(build, len(results))
 
@@ -146,6 +149,10 @@ def store_memory(service: Service, content: str, summary: str, parent_id: str | 
     # concurrent stores (every session's) into one transaction and answers once it is
     # committed. It takes no service lock; the parent is read in a second call, so a busy retry
     # of that read never repeats a write that went through.
+    space = spaced.write_space(service, project)
+    if space != spaced.LOCAL:  # routed to a hub space (issue 28): written there, not grouped
+        stored, parent = spaced.store(service, space, content, summary, parent_id, depth, project)
+        return stored_answer(stored, parent)
     service.model_ready()
     try:
         stored = group_writer(service.memory).submit(
@@ -155,7 +162,11 @@ def store_memory(service: Service, content: str, summary: str, parent_id: str | 
         raise
     except LoreError as exc:
         raise ToolFailure(str(exc)) from exc
-    frag, parent = stored.fragment, service.call(lambda m: m.parent(stored.fragment.id))
+    return stored_answer(stored, service.call(lambda m: m.parent(stored.fragment.id)))
+
+
+def stored_answer(stored: Stored, parent: Fragment | None) -> Answer:
+    frag = stored.fragment
     return stored_text(stored, parent), StoreAnswer(
         id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,
         duplicate=stored.duplicate, created=[f.id for f in stored.created])

@@ -177,11 +177,13 @@ def serve(settings: Any) -> int:
     from ..embedding.embedder import LocalEmbedder
     from ..recall.memory import Memory
     from ..recall.prompt_socket import Listener
+    from . import spaced
     from .engine import Service
     from .ops import Ops
 
     version = plugin_version()
     engine = Service(Memory(settings.db_path, LocalEmbedder(settings.home / "models")))
+    spaced.attach(engine, settings)  # with a hub: its spaces are read and routed to
     daemon = Daemon(Ops(engine, version), version, idle_secs())
     listener = Listener(str(settings.home), str(settings.db_path), daemon.handle, name=NAME,
                         info={"protocol": PROTOCOL, "version": version, "kind": NAME},

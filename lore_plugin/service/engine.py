@@ -11,8 +11,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from ..core.config import Settings
 from ..core.errors import LoreError
 from ..recall.memory import Memory
+from ..recall.spaces import Spaces
 from ..store import BusyError, Store
 
 log = logging.getLogger("lore.server")
@@ -37,6 +39,9 @@ class Service:
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
         self._writing_snapshot = threading.Lock()
         self.warm = threading.Event()  # warm-up done: the per-prompt hook may use the model
+        # With a hub (spaced.attach): the spaces read, and the settings that route writes.
+        self.spaces: Spaces | None = None
+        self.settings: Settings | None = None
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
