@@ -22,6 +22,12 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(params=["service", "in-process"])
+def path(request: pytest.FixtureRequest) -> str:
+    """Both ways a session's tools run: through the memory service, and in-process."""
+    return str(request.param)
+
+
 def local_fact(db: Path, summary: str) -> str:
     store = Store(db)
     fid = store.insert(NewFragment(content=summary, summary=summary, depth=0), now=1.7e9)
@@ -30,7 +36,7 @@ def local_fact(db: Path, summary: str) -> str:
 
 
 async def test_stores_go_to_the_routed_space_and_results_name_their_space(
-        tmp_path: Path, hub_url: str, model_dir: Path, monkeypatch) -> None:  # noqa: F811
+        tmp_path: Path, hub_url: str, model_dir: Path, monkeypatch, path: str) -> None:  # noqa: F811
     space = f"t{os.urandom(6).hex()}"
     HubStore(hub_url, space, create_space=True).close()
     monkeypatch.setenv("LORE_HUB_URL", hub_url)
@@ -39,7 +45,7 @@ async def test_stores_go_to_the_routed_space_and_results_name_their_space(
     db = tmp_path / "memory.db"
     kept_here = local_fact(db, "Invoices are stored in PostgreSQL 16 by the billing service")
 
-    async with running(db, tmp_path / "project", model_dir) as lore:
+    async with running(db, tmp_path / "project", model_dir, path) as lore:
         _, stored = await lore.ok("store_memory", content="The gateway deploys with helm on "
                                   "Tuesdays", summary="Gateway deploys with helm", depth=0)
         text, found = await lore.ok("query_memory", topic="gateway helm deploys", depth=0)
@@ -56,14 +62,14 @@ async def test_stores_go_to_the_routed_space_and_results_name_their_space(
 
 
 async def test_a_hub_that_is_down_is_named_and_the_local_file_answers(
-        tmp_path: Path, model_dir: Path, monkeypatch) -> None:  # noqa: F811
+        tmp_path: Path, model_dir: Path, monkeypatch, path: str) -> None:  # noqa: F811
     monkeypatch.setenv("LORE_HUB_URL", f"postgresql://postgres@/postgres?host={tmp_path}/none")
     monkeypatch.setenv("LORE_HUB_SPACE", "personal")
     (tmp_path / "project").mkdir()
     db = tmp_path / "memory.db"
     kept_here = local_fact(db, "Invoices are stored in PostgreSQL 16 by the billing service")
 
-    async with running(db, tmp_path / "project", model_dir) as lore:
+    async with running(db, tmp_path / "project", model_dir, path) as lore:
         text, found = await lore.ok("query_memory", topic="where are invoices stored", depth=0)
         refused = await lore.error("store_memory", content="x y z", summary="x y z", depth=0)
 
