@@ -39,7 +39,9 @@ from .known import (
 from .linking import Planned as _Planned
 from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
-from .transcript import Delta, delta_time, project_key
+from .project_keys import adopt_remote_key
+from .routing import LOCAL, Routes, transcript_space
+from .transcript import Delta, delta_time
 from .usefulness import Recall, apply_recall_use, recalls_in
 
 log = logging.getLogger(__name__)
@@ -75,8 +77,10 @@ class Ingestor:
         # One Memory for every file this ingestor sees: a fresh one per file would load the
         # vector index again for each transcript and subagent file (0.5 s at 100K).
         self._memory: Memory | None = None
+        self.routes = Routes(settings, embedder, clock)  # the hub spaces written to
 
     def close(self) -> None:
+        self.routes.close()
         if self._memory is not None:
             self._memory.close()
             self._memory = None
@@ -89,8 +93,14 @@ class Ingestor:
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
-        self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
-                   history_end)
+        space = transcript_space(self.settings, path) if history_end is None else LOCAL
+        if space == LOCAL:
+            self._loop(self._memory, path, session_id, report, retry_parked, ignore_backoff,
+                       history_end)
+        else:
+            why = self.routes.ingest_into(space, str(path), self._memory, lambda m: (
+                self._loop(m, path, session_id, report, retry_parked, ignore_backoff, None)))
+            report.skipped = why or report.skipped
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,
@@ -129,7 +139,8 @@ class Ingestor:
                 continue
             if delta.end_offset <= offset:
                 return  # no complete line yet
-            memory.project = project_key(delta.cwd) if delta.cwd else memory.project
+            if delta.cwd:  # rows kept under the repository's path move to its remote key
+                memory.project = adopt_remote_key(store, delta.cwd)
             recalls = recalls_in(path, delta.start_offset, delta.end_offset)
             if not text or not worth_extracting(delta.turns):
                 # Only noise, tool traffic or small talk here: nothing is worth a call.

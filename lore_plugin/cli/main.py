@@ -129,11 +129,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="one fragment with its neighbours")
     p.add_argument("id")
     sub.add_parser("status", help="database, model, LLM, ingestion and consolidation state")
+    from .hub import add_hub_parsers
     from .maint import add_maint_parsers
     from .ops import add_op_parsers
 
     add_op_parsers(sub, COMMANDS)
     add_maint_parsers(sub, COMMANDS)
+    add_hub_parsers(sub, COMMANDS)
     return parser
 
 

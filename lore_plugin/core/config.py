@@ -41,6 +41,13 @@ class Settings:
     ingestion_enabled: bool = True
     ignore_projects: tuple[str, ...] = ()  # paths or globs of projects never read
     max_workers: int = 2  # detached workers alive at once, machine-wide (per Lore home)
+    # The hub (issue 28, core/hubconfig.py): None is no hub, and nothing changes.
+    hub_url: str | None = None  # checked: no password, TLS off loopback
+    hub_space: str = "personal"  # where projects without a rule write
+    hub_password_env: str | None = None
+    hub_read: tuple[str, ...] = ()  # hub spaces recall reads; empty: the ones written to
+    hub_routes: tuple[tuple[str, str], ...] = ()  # (project key or glob, space), first wins
+    hub_connect_timeout: float = 3.0
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property
@@ -50,6 +57,22 @@ class Settings:
     @property
     def lock_dir(self) -> Path:
         return self.home / "locks"
+
+    def space_for(self, project: str | None) -> str:
+        """The space `project`'s new knowledge goes to: "local" without a hub."""
+        if not self.hub_url:
+            return "local"
+        from .hubconfig import route
+
+        return route(self.hub_routes, self.hub_space, project)
+
+    @property
+    def hub_spaces(self) -> tuple[str, ...]:
+        """The hub spaces recall reads: `[hub] read`, else every space something writes to."""
+        if not self.hub_url:
+            return ()
+        named = self.hub_read or (self.hub_space, *(space for _, space in self.hub_routes))
+        return tuple(dict.fromkeys(s for s in named if s != "local"))
 
     @property
     def api_key(self) -> str | None:

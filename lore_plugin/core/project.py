@@ -1,21 +1,27 @@
-"""Which project a folder belongs to: the repository, not the folder.
+"""Which project a folder belongs to: the repository, not the folder, and the same one on
+every machine.
 
-Git worktrees and subfolders of one repository share one key, the folder that holds the git
-common directory (the main checkout); a folder outside any repository is its own key. `.git`
-files and folders are read directly with the standard library: the per-prompt hook asks this,
-and a `git` subprocess would cost it more than its whole budget."""
+A repository with a network remote (`origin`, or its only remote) is keyed by that remote's
+normalised URL, `host/owner/repo`, so one repository cloned at two paths on two machines is one
+project. Without one, worktrees and subfolders of a repository share the folder that holds its
+git common directory (the main checkout), and a folder outside any repository is its own key.
+`.git` files, folders and `config` are read directly with the standard library: the per-prompt
+hook asks this, and a `git` subprocess would cost it more than its whole budget."""
 
 from __future__ import annotations
 
 import os
 
+from .remote import normalise_remote, remote_url
+
 _MAX_GITFILE = 4096  # a .git file is one line; anything longer is not one
+_MAX_CONFIG = 256 * 1024  # a repository's config is a few hundred bytes
 
 
-def _read_small(path: str) -> str | None:
+def _read_small(path: str, limit: int = _MAX_GITFILE) -> str | None:
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(_MAX_GITFILE)
+            return fh.read(limit)
     except OSError:
         return None
 
@@ -54,16 +60,33 @@ def git_common_dir(folder: str) -> str | None:
         current = parent
 
 
-def project_key(cwd: str) -> str:
-    """A stable project identifier. Inside a git repository: the folder of its common `.git`
-    directory (the main checkout), so every worktree and subfolder of it shares one key; a
-    bare or unusual layout keys on the common directory itself. Elsewhere: the absolute,
+def path_key(cwd: str) -> str:
+    """The key by path alone (Lore's key before issue 28, still the key of a repository with
+    no network remote). Inside a git repository: the folder of its common `.git` directory
+    (the main checkout), so every worktree and subfolder of it shares one key; a bare or
+    unusual layout keys on the common directory itself. Elsewhere: the absolute,
     symlink-resolved path, no trailing slash."""
+    return _keys(cwd)[1]
+
+
+def project_key(cwd: str) -> str:
+    """A stable project identifier: the repository's normalised remote URL when it has a
+    network remote (see remote.py), its `path_key` otherwise."""
+    return _keys(cwd)[0]
+
+
+def project_keys(cwd: str) -> tuple[str, str]:
+    """(project key, path key): equal unless the repository is known by its remote."""
+    return _keys(cwd)
+
+
+def _keys(cwd: str) -> tuple[str, str]:
     resolved = os.path.realpath(os.path.expanduser(cwd)).rstrip("/") or "/"
     common = git_common_dir(resolved)
     if common is None:
-        return resolved
+        return resolved, resolved
     common = common.rstrip("/") or "/"
-    if os.path.basename(common) == ".git":
-        return os.path.dirname(common) or "/"
-    return common
+    path = (os.path.dirname(common) or "/") if os.path.basename(common) == ".git" else common
+    config = _read_small(os.path.join(common, "config"), _MAX_CONFIG)
+    remote = normalise_remote(remote_url(config)) if config else None
+    return remote or path, path

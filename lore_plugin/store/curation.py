@@ -48,6 +48,20 @@ class Curation(Fragments):
             "SELECT (SELECT min(project) FROM fragments WHERE project > p.x) FROM p "
             "WHERE p.x IS NOT NULL) SELECT x FROM p WHERE x IS NOT NULL LIMIT ?", (limit,))]
 
+    def rekey_project(self, old: str, new: str) -> int:
+        """Every row of project `old` moves to `new`, in one transaction (issue 28: a
+        repository once keyed by its path is keyed by its remote). Returns the fragments moved."""
+        with self.write():
+            self.conn.execute("UPDATE fragments SET project = ? WHERE project = ?", (new, old))
+            moved = int(self.conn.changes())
+            self.conn.execute("UPDATE failures SET project = ? WHERE project = ?", (new, old))
+            self.conn.execute("UPDATE llm_usage SET project = ? WHERE project = ?", (new, old))
+            self.conn.execute(
+                "INSERT OR IGNORE INTO failure_pattern_projects (pattern_id, project) "
+                "SELECT pattern_id, ? FROM failure_pattern_projects WHERE project = ?", (new, old))
+            self.conn.execute("DELETE FROM failure_pattern_projects WHERE project = ?", (old,))
+        return moved
+
     # -- activity ---------------------------------------------------------------------------
     def recent_sessions(self, limit: int) -> list[tuple[str, int, float]]:
         """(session id, fragments it added, when the last was added), latest first."""

@@ -134,9 +134,25 @@ class Worker:
             if str(path) in due or (unread and now - stat.st_mtime >= self.settings.stale_tail_secs):
                 yield path
 
+    def adopt_remote_keys(self) -> None:
+        """Path-keyed rows of repositories now known by their remote move to that key."""
+        if not self.settings.db_path.exists():
+            return
+        from ..capture.project_keys import adopt_remote_keys
+        from ..store import Store
+
+        store = Store(self.settings.db_path)
+        try:
+            adopt_remote_keys(store)
+        except LoreError as exc:  # busy: the next session start tries again
+            log.warning("sweep: project keys not moved: %s", exc)
+        finally:
+            store.close()
+
     def sweep(self, projects: Path) -> dict[str, int]:
         totals = {"transcripts": 0, "fragments": 0}
         record_if_first_run(self.settings, projects)  # no hook recorded it: nothing is read
+        self.adopt_remote_keys()
         try:
             for path in ([] if off_reason(self.settings) else self.pending(projects)):
                 if self.ignored(path):
