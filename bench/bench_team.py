@@ -15,7 +15,11 @@ sees counts as a read across spaces), to write a row into the outsider's space (
 write counts), and every 50th write to open the outsider's space as a HubStore (any success
 counts). At the end the admin compares the rows with what the processes were told was
 written: lost (acknowledged, absent), extra (present, never acknowledged), duplicated (the
-same text twice), and rows whose author or machine is not the writer's."""
+same text twice), and rows whose author or machine is not the writer's.
+
+Last, the cost of the policies on reads: the team space is filled to --rows fragments, and the
+same vector searches and keyword searches (+ a get_many of 20) run as a member and as the
+admin, whom row-level security does not apply to, alternating query by query."""
 
 from __future__ import annotations
 
@@ -24,13 +28,14 @@ import multiprocessing
 import os
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from array import array
 from pathlib import Path
 
-from common import ROOT, table, write_json  # noqa: E402
+from common import ROOT, percentile, table, write_json  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -151,9 +156,72 @@ def verdict(admin: str, results: list[dict], seconds: float) -> dict[str, float]
             "writes_per_s": round(len(acked) / seconds)}
 
 
+# A vocabulary of 3,000 made-up words, 12 to a text: each word is in about 0.4 % of the
+# fragments, as a project's words are (a handful of words in every text would measure a
+# keyword query's worst case rather than the policies).
+_SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "ta", "vo", "zi", "pe", "su", "do", "fa", "gi", "ho")
+WORDS = tuple(sorted({"".join(random.Random(n).choices(_SYLLABLES, k=4)) for n in range(3200)}))[:3000]
+
+
+def fill(url: str, rows: int) -> None:
+    """Brings the team space to `rows` fragments (as member 0), in bulk."""
+    rng = random.Random(1)
+    store = HubStore(url, TEAM, pool_size=1)
+    missing = rows - store.count_fragments()
+    batch = []
+    for n in range(max(missing, 0)):
+        text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" #{n}"
+        batch.append({"id": os.urandom(16).hex(), "content": text, "summary": text[:60],
+                      "depth": 2, "embedding": _vector(rng), "created_at": 1.0,
+                      "last_accessed": 1.0, "access_count": 0, "source_session": None,
+                      "superseded_by": None, "metadata": "{}", "importance": 0.5,
+                      "relevance_score": 0.65, "decay_rate": 0.03, "last_reinforced": 1.0,
+                      "project": None, "source": None, "basis": None, "confirmed_at": None})
+        if len(batch) == 1000:
+            store.insert_rows(batch)
+            batch = []
+    store.insert_rows(batch)
+    store.close()
+
+
+def policy_cost(admin: str, member: str, queries: int) -> dict[str, float]:
+    """The same reads of the team space as a member (policies applied) and as the admin (a
+    superuser: row-level security bypassed), alternating query by query."""
+    rng = random.Random(2)
+    stores = {"member": HubStore(member, TEAM, pool_size=1),
+              "admin": HubStore(admin, TEAM, pool_size=1)}
+    took: dict[str, list[float]] = {f"{w}_{k}": [] for w in ("vector", "keyword")
+                                    for k in stores}
+    ids = [r[0] for r in stores["admin"]._all(
+        "SELECT id FROM fragments WHERE space = %s LIMIT 50", (TEAM,))]
+    for _ in range(queries):
+        query = array("f", (rng.uniform(-1, 1) for _ in range(384)))
+        words = '"' + '" OR "'.join(rng.sample(WORDS, 3)) + '"'
+        for who, store in stores.items():
+            started = time.perf_counter()
+            store.vector_search(query, 10, depth=2)
+            took[f"vector_{who}"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            store.keyword_search(words, 20)
+            store.get_many(ids[:20])
+            took[f"keyword_{who}"].append(time.perf_counter() - started)
+    for store in stores.values():
+        store.close()
+    out: dict[str, float] = {"rows": 0, "queries": queries}
+    with psycopg.connect(admin) as su:
+        out["rows"] = su.execute("SELECT count(*) FROM fragments WHERE space = %s",
+                                 (TEAM,)).fetchone()[0]
+    for name, values in took.items():
+        out[f"{name}_p50_ms"] = round(1000 * statistics.median(values), 2)
+        out[f"{name}_p95_ms"] = round(1000 * percentile(values, 95), 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rows", type=int, default=20_000, help="team space size for reads")
+    parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="lore-bench-team-"))
@@ -166,12 +234,16 @@ def main() -> None:
         with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
             results = pool.starmap(member_writes, jobs)
         figures = verdict(server.url, results, args.seconds)
+        fill(urls[members[0]], args.rows)
+        reads = policy_cost(server.url, urls[members[1]], args.queries)
     finally:
         dev.stop(folder)
         shutil.rmtree(folder, ignore_errors=True)
     print(table(f"{MEMBERS} members × {HOMES} homes writing one team space through their own "
                 "roles", list(figures), [list(figures.values())]))
-    write_json(args.json, "team", {"writers": figures})
+    print(table("reads of the team space: as a member (policies) and as the admin (bypass)",
+                list(reads), [list(reads.values())]))
+    write_json(args.json, "team", {"writers": figures, "reads": reads})
 
 
 if __name__ == "__main__":

@@ -38,6 +38,18 @@ DO $$ BEGIN
             'or have BYPASSRLS: it becomes the hub''s admin; members connect as their own roles';
     END IF;
 END $$;
+-- Under row-level security a condition may be checked before the policies only when its
+-- operator is LEAKPROOF, and only then can an index serve it: tsvector @@ tsquery is not
+-- marked so, and a member's keyword search would read every row of the space (425 ms
+-- against 64 ms at 20,000 fragments). It returns a boolean computed from its two arguments
+-- alone, with no side effect and no error that depends on a row, so a superuser admin marks
+-- it (only a superuser may). It is a property of this database's catalog: a dump restored
+-- elsewhere loses it (ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF).
+DO $$ BEGIN
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
+    END IF;
+END $$;
 -- Members may not create objects beside the hub's tables (a view or function of theirs
 -- runs with their own rights anyway; this keeps the schema the admin's).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;

@@ -23,12 +23,14 @@ from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
 from .connection import HubConnection
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-_TERMS = ("WITH w AS (SELECT t, phraseto_tsquery('english', t) AS q "
+# MATERIALIZED: each term's query and idf are computed once, and `f.tsv @@ i.q` compares
+# with a plain column, which row-level security lets use the GIN index (access_sql.py).
+_TERMS = ("WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q "
           "FROM unnest(%(t)s::text[]) AS t), "
           "n AS (SELECT count(*) AS rows FROM fragments WHERE space = %(s)s), "
           "d AS (SELECT w.t, w.q, (SELECT count(*) FROM fragments f WHERE f.space = %(s)s "
           "AND f.tsv @@ w.q) AS docs FROM w WHERE numnode(w.q) > 0), "
-          "i AS (SELECT d.q, greatest(ln((n.rows - d.docs + 0.5) / (d.docs + 0.5)), 1e-6) "
+          "i AS MATERIALIZED (SELECT d.q, greatest(ln((n.rows - d.docs + 0.5) / (d.docs + 0.5)), 1e-6) "
           "AS idf FROM d, n) ")
 
 
