@@ -48,6 +48,9 @@ class Settings:
     hub_read: tuple[str, ...] = ()  # hub spaces recall reads; empty: the ones written to
     hub_routes: tuple[tuple[str, str], ...] = ()  # (project key or glob, space), first wins
     hub_connect_timeout: float = 3.0
+    # Team sharing (issue 29, core/teamconfig.py): the member's [sharing] overrides of a
+    # repository's .lore.toml, (project key or glob, space or "" to opt out), first wins.
+    share_overrides: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property

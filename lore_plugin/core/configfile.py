@@ -145,6 +145,12 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
         hub_values, hub_warnings = read_hub(data.get("hub"), env)
         values.update(hub_values)
         warnings.extend(hub_warnings)
+    if data.get("sharing") is not None:  # issue 29: a member's own sharing overrides
+        from .teamconfig import read_sharing
+
+        sharing_values, sharing_warnings = read_sharing(data["sharing"])
+        values.update(sharing_values)
+        warnings.extend(sharing_warnings)
     values["home"] = home
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))
