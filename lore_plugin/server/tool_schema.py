@@ -35,6 +35,8 @@ class Framed(BaseModel):
 
 class ScoredOut(FragmentOut):
     match: float = Field(description="query match, higher is better")
+    space: str = Field("local", description="where it is kept: local (this machine) or a hub "
+                                            "space")
 
 
 class QueryAnswer(Framed):
@@ -43,6 +45,8 @@ class QueryAnswer(Framed):
     keyword_only: bool = Field(description="true when the embedding model was not available")
     fragments: list[ScoredOut]
     omitted: int = Field(0, description="results left out to keep the answer short")
+    unreachable: dict[str, str] = Field(
+        default_factory=dict, description="hub spaces not searched, and why")
 
 
 class TreeNodeOut(FragmentOut):

@@ -27,8 +27,9 @@ from ..core.errors import LoreError
 from ..core.types import Fragment
 from ..recall import render
 from ..recall.memory import Memory
-from ..recall.storing import store_knowledge, stored_text
+from ..recall.storing import stored_text
 from ..store import BusyError, Store
+from . import spaced
 from .tool_schema import (
     ContentArg,
     DepthArg,
@@ -105,6 +106,8 @@ class Service:
         self._reinforcing: Memory | None = None  # its own connections, used by that thread only
         self._writing_snapshot = threading.Lock()
         self.warm = threading.Event()  # warm-up done: the per-prompt hook may use the model
+        self.spaces: spaced.Spaces | None = None  # with a hub: what is read and written
+        self.write_space = spaced.LOCAL
 
     def model_ready(self) -> None:
         """Waits for the embedding model outside the lock, so other tools are not held up."""
@@ -227,19 +230,20 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         the fragments at one depth: 0 = broad topics, 1 = concepts, 2 = facts, 3+ = details.
         Start shallow, then drill deeper with a higher depth or traverse_memory(id, "children").
         Each result shows its id, summary, content and relevance."""
-        recall = service.call(
-            lambda m: m.query(topic, depth=depth, limit=limit, reinforce=False), True)
-        results = recall.fragments
-        service.reinforce_later([s.fragment.id for s in results])
+        recall = service.call(lambda m: spaced.fused_query(service, m, topic, depth, limit), True)
+        results, spaces = [h.scored for h in recall.hits], [h.space for h in recall.hits]
+        service.reinforce_later([h.fragment.id for h in recall.hits if h.space == spaced.LOCAL])
 
         def build(n: int) -> tuple[str, QueryAnswer]:
-            text = render.recall_text(topic, depth, results[:n], recall.keyword_only)
+            text = render.recall_text(topic, depth, results[:n], recall.keyword_only, spaces,
+                                      recall.unreachable)
             text = render.recalled(text) if results else text
             text += more_note(len(results) - n, "lower the limit or narrow the topic")
             return text, QueryAnswer(
                 topic=topic, depth=depth, keyword_only=recall.keyword_only,
-                fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4))
-                           for s in results[:n]], omitted=len(results) - n)
+                fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4),
+                                        space=space) for s, space in zip(results[:n], spaces)],
+                omitted=len(results) - n, unreachable=recall.unreachable)
 
         return fitted(build, len(results))
 
@@ -312,9 +316,8 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         summary is enough: it goes under the best-fitting concept, or a topic and concept are
         made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
         new topic. Knowledge already stored is not copied: the answer gives the existing id."""
-        # Two calls: a busy retry of the first must never repeat a write that went through.
-        stored = service.call(lambda m: store_knowledge(m, content, summary, parent_id, depth), True)
-        frag, parent = stored.fragment, service.call(lambda m: m.parent(stored.fragment.id))
+        stored, parent = spaced.store(service, content, summary, parent_id, depth)
+        frag = stored.fragment
         return answer(stored_text(stored, parent), StoreAnswer(
             id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,
             duplicate=stored.duplicate, created=[f.id for f in stored.created]))
@@ -375,6 +378,7 @@ def main() -> None:
     project = project_key(os.getcwd())
     memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"), project=project)
     service = Service(memory)
+    spaced.attach(service, settings)
     log.info("serving %s for project %s", settings.db_path, project)
     close_socket = open_socket(settings, service.lock, memory, service.warm)  # for the hook
 
