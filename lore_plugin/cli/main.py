@@ -132,10 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .hub import add_hub_parsers
     from .maint import add_maint_parsers
     from .ops import add_op_parsers
+    from .team import add_team_parsers
 
     add_op_parsers(sub, COMMANDS)
     add_maint_parsers(sub, COMMANDS)
     add_hub_parsers(sub, COMMANDS)
+    add_team_parsers(sub, COMMANDS)
     return parser
 
 

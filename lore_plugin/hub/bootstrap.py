@@ -11,6 +11,7 @@ from psycopg import conninfo
 
 from .errors import HubSchemaTooNew, HubUnreachable, NoPgvector, UnknownSpace
 from .schema import MIGRATE_LOCK, MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
+from .space_names import check_visible, resolve_space
 
 CONNECT_TIMEOUT = 5  # seconds: a hub that is down must not hold a session
 
@@ -84,6 +85,8 @@ def migrate(conn: psycopg.Connection, url: str) -> int:
     Each migration commits with its version row; the advisory lock makes a second
     machine's init wait, then find nothing to do."""
     ensure_pgvector(conn, url)
+    if schema_version(conn) == SCHEMA_VERSION:
+        return 0  # a member may not create tables, not even IF NOT EXISTS: ask first
     refuse_newer(schema_version(conn), url)
     ran = 0
     while True:
@@ -111,7 +114,10 @@ def check_schema(conn: psycopg.Connection, url: str) -> None:
             f"({SCHEMA_VERSION}): run `lore hub init` to migrate it")
 
 
-def ensure_space(conn: psycopg.Connection, space: str, create: bool, url: str) -> None:
+def ensure_space(conn: psycopg.Connection, space: str, create: bool, url: str) -> str:
+    """Finds or creates the space; returns its name in the hub (`personal` is each role's
+    own, see access.resolve_space)."""
+    space = resolve_space(conn, space)
     if create:
         try:
             conn.execute("INSERT INTO spaces (name, created_at) VALUES (%s, %s) "
@@ -120,11 +126,13 @@ def ensure_space(conn: psycopg.Connection, space: str, create: bool, url: str) -
             raise UnknownSpace(
                 f"'{space[:70]}' cannot name a space: use lower-case letters, digits, '-', "
                 "'_' or '.', at most 63") from None
+        check_visible(conn, space, display(url))
     elif conn.execute("SELECT 1 FROM spaces WHERE name = %s", (space,)).fetchone() is None:
         known = [r[0] for r in conn.execute("SELECT name FROM spaces ORDER BY name LIMIT 20")]
         raise UnknownSpace(
             f"the hub at {display(url)} has no space '{space[:70]}' (it has: "
             f"{', '.join(known) or 'none'}); create it with `lore hub init` or pick another")
+    return space
 
 
 def spaces(conn: psycopg.Connection) -> list[str]:

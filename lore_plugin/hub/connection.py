@@ -12,6 +12,7 @@ the retry to their caller (ingestion keeps its watermark and tries again later).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import socket
 import threading
@@ -24,6 +25,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from . import bootstrap
 from .errors import HubUnavailable
+from .space_names import access_denied
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,7 +37,9 @@ POOL_WAIT = 10.0  # seconds a caller waits for a pooled connection
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: psycopg.Connection, machine: str = "") -> None:
+    # The machine label the database stamps on each fragment (hub/access_sql.py).
+    conn.execute("SELECT set_config('lore.machine', %s, false)", (machine,))
     # HNSW with a filter (one space, one depth, live only) would return fewer than k rows:
     # pgvector 0.8's iterative scan keeps walking the graph until k rows pass the filter.
     conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -58,12 +62,12 @@ class HubConnection:
                 bootstrap.migrate(conn, url)
             else:
                 bootstrap.check_schema(conn, url)
-            bootstrap.ensure_space(conn, space, create_space, url)
+            self.space = bootstrap.ensure_space(conn, space, create_space, url)
         self.pool = ConnectionPool(
             url, min_size=1, max_size=pool_size, open=False, timeout=POOL_WAIT,
             kwargs={"autocommit": True, "connect_timeout": bootstrap.CONNECT_TIMEOUT},
-            configure=_configure, check=ConnectionPool.check_connection,
-            name=f"lore-hub-{space}")
+            configure=functools.partial(_configure, machine=self.machine),
+            check=ConnectionPool.check_connection, name=f"lore-hub-{space}")
         self.pool.open(wait=False)
 
     def close(self) -> None:
@@ -116,13 +120,15 @@ class HubConnection:
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
         conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            with conn.cursor() as cur:
-                yield cur
-            return
         try:
+            if conn is not None:
+                with conn.cursor() as cur:
+                    yield cur
+                return
             with self.pool.connection() as conn, conn.cursor() as cur:
                 yield cur
+        except psycopg.errors.InsufficientPrivilege as exc:  # row-level security said no
+            raise access_denied(exc, self.space) from None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise HubUnavailable(f"the hub at {bootstrap.display(self.url)} is unreachable: "
                                  f"{bootstrap._first_line(exc)}") from exc

@@ -32,3 +32,8 @@ class UnknownSpace(HubError):
 
 class ModelMismatch(HubError):
     """The space's vectors come from another embedding model than this client's."""
+
+
+class HubAccessDenied(HubError):
+    """The database refused the role: not a member of the space, a read-only member writing,
+    not an owner changing members (issue 29's row-level security)."""

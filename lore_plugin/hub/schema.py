@@ -8,6 +8,8 @@ space: the same local fragment pushed to two spaces keeps its id in both."""
 
 from __future__ import annotations
 
+from .access_sql import MIGRATION as TEAM_ACCESS
+
 VERSION_TABLE = "lore_schema"
 MIGRATE_LOCK = 0x4C4F5245_0001  # pg_advisory_xact_lock key: "LORE", schema migrations
 
@@ -142,6 +144,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX curation_journal_space ON curation_journal (space, id);
     """,
+    # 2: team spaces enforced by the database: members, row-level security, provenance
+    TEAM_ACCESS,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
