@@ -7,7 +7,8 @@ and the team space's watermark in one hub transaction), then the rest (with the 
 watermark). A crash between the two makes the next run extract the slice again; the team
 space's watermark is already past it, so its part is not written twice, and only the local
 part is applied. A team space that cannot be reached raises TeamSpaceDown: the slice waits,
-both watermarks unmoved, nothing lost."""
+both watermarks unmoved, nothing lost. A member the space refuses (not in it, or read-only)
+keeps the whole extraction local instead: their own memory must not wait on a team."""
 
 from __future__ import annotations
 
@@ -68,7 +69,7 @@ class TeamWriter:
         shared, kept = split(extraction)
         if not shared_count(shared):
             return kept
-        from ..hub import HubError
+        from ..hub.errors import HubAccessDenied, HubError, UnknownSpace
 
         try:
             team = self.routes.memory(space, memory)
@@ -77,6 +78,11 @@ class TeamWriter:
                 return kept
             team.project = memory.project
             apply(team, shared, delta, key, session_id, author=member_role(self.settings))
+        except (UnknownSpace, HubAccessDenied) as exc:
+            # Not a member (or a reader): sharing is not this member's to do, and waiting
+            # would stall their own memory for good. Everything stays theirs.
+            log.warning("not shared into %s (%s); kept local", space, exc)
+            return extraction
         except (HubError, ConfigError) as exc:
             self.routes.drop(space)
             raise TeamSpaceDown(f"team space {space} not reached; the slice waits: {exc}"

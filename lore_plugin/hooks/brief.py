@@ -121,9 +121,12 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             memory.close()
     else:
         warnings = problems(settings)
+    from .team_brief import team_lines  # issue 29: the repository's team space
+
+    team = team_lines(settings, cwd, project)
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     tail += [clip(note, 400) for note in notes or []]
-    if not known and not topics and not recurring:
+    if not known and not topics and not recurring and not team:
         return "\n".join(tail) or None
     head = (f"Lore long-term memory: {plural(total, 'topic')}"
             + (f" ({here} from this project)" if here else "") + ".")
@@ -135,6 +138,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     shown = fill(["Recurring in this project:", *recurring] if recurring else [], budget // 4)
     shown = shown if len(shown) > 1 else []
     budget -= sum(len(x) + 1 for x in shown)
+    shared = fill(team, budget // 3)  # a team's notes, never more than a third
+    shared = shared if len(shared) > 1 or (shared and not shared[0].endswith(":")) else []
+    budget -= sum(len(x) + 1 for x in shared)
     facts = fill(["What this project's memory holds:", *known] if known else [],
                  int(budget * KNOWLEDGE_SHARE))
     facts = facts if len(facts) > 1 else []
@@ -145,5 +151,5 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     if facts and budget > 0:  # room the topics left goes to more knowledge
         more = fill(known[len(facts) - 1:], budget)
         facts += more
-    body = [head, *facts, *named, *shown]
+    body = [head, *facts, *shared, *named, *shown]
     return "\n".join([recalled("\n".join(body)), *tail])[:limit]

@@ -39,9 +39,10 @@ def run(tmp_path, hub_url, embedder, clock):
     model = TeamModel()
     with FakeAnthropic(model) as api:
         def ingest(repo, lines, config: dict | None = None):
+            values = {"hub_url": hub_url, **(config or {})}
             settings = Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home",
-                                hub_url=hub_url, hub_space="local", retry_backoff_secs=0.0,
-                                max_requests_per_hour=10_000, **(config or {}))
+                                hub_space="local", retry_backoff_secs=0.0,
+                                max_requests_per_hour=10_000, **values)
             llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.url})
             writer = TranscriptWriter(tmp_path / "t.jsonl", cwd=str(repo))
             for line in lines:
@@ -106,12 +107,21 @@ def test_a_member_can_opt_out_of_a_repository_for_themselves(tmp_path, run, team
     assert len(local) == len(RULES)
 
 
-def test_a_team_space_that_is_down_leaves_the_slice_waiting(tmp_path, run, hub_url):
-    repo = make_repo(tmp_path / "repo", space="no-such-space")
-    report, local, writer = run(repo, list(RULES))
-    assert local == {} and "no-such-space" in (report.skipped or "")
+def test_a_team_space_that_is_down_leaves_the_slice_waiting(tmp_path, run, team, hub_url):
+    repo = make_repo(tmp_path / "repo", space=team)
+    down = hub_url.split("?")[0] + f"?host={tmp_path / 'no-server-here'}"
+    report, local, writer = run(repo, list(RULES), {"hub_url": down})
+    assert local == {} and f"team space {team} not reached" in (report.skipped or "")
     store = Store(tmp_path / "memory.db")
     try:
         assert store.watermark(str(writer.path)) == 0  # nothing moved: nothing lost
     finally:
         store.close()
+    report, local, _ = run(repo, list(RULES))  # the hub is back: the slice goes through
+    assert report.skipped is None and len(local) + len(team_facts(hub_url, team)) == len(RULES)
+
+
+def test_a_space_that_refuses_the_member_keeps_everything_local(tmp_path, run, hub_url):
+    repo = make_repo(tmp_path / "repo", space="no-such-space")
+    report, local, _ = run(repo, list(RULES))
+    assert report.skipped is None and len(local) == len(RULES)
