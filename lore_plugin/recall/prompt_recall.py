@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from ..core.types import Fragment
     from ..store import Store
     from .memory import Memory
+    from .team_notes import TeamNotes
 
 BUDGET = 600  # characters of remembered text per prompt, item lines included
 CANDIDATES = 10
@@ -226,19 +227,25 @@ def answer(memory: Memory, request: dict, warm: bool) -> dict:
     return {"context": text, "ids": ids, "judged_by": "cosine" if warm else "words"}
 
 
-def serve(lock: threading.Lock, memory: Memory, warm: threading.Event, request: dict) -> dict:
+def serve(lock: threading.Lock, memory: Memory, warm: threading.Event, request: dict,
+          team: TeamNotes | None = None) -> dict:
     """One request on the server's socket. A tool call holding the memory longer than
-    LOCK_WAIT answers "busy", and the hook searches by keywords itself."""
+    LOCK_WAIT answers "busy", and the hook searches by keywords itself. With `team` (issue
+    29), the repository's team space adds its notes (team_notes.py)."""
     if not lock.acquire(timeout=LOCK_WAIT):
         return {"busy": True}
     try:
+        if team is not None:
+            from .team_notes import answer_with_team
+
+            return answer_with_team(memory, team, request, warm.is_set())
         return answer(memory, request, warm.is_set())
     finally:
         lock.release()
 
 
 def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
-                warm: threading.Event) -> Callable[[], None]:
+                warm: threading.Event, team: TeamNotes | None = None) -> Callable[[], None]:
     """Starts the MCP server's private socket for the per-prompt hook (prompt_socket.py) and
     returns what closes it. Off with `[recall] on_prompt = false`; a socket that cannot be
     made only means the hook falls back to keyword search."""
@@ -249,7 +256,7 @@ def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
     from .prompt_socket import Listener
 
     listener = Listener(str(settings.home), str(settings.db_path),
-                        lambda request: serve(lock, memory, warm, request))
+                        lambda request: serve(lock, memory, warm, request, team))
     try:
         listener.start()
     except OSError as exc:
