@@ -24,7 +24,7 @@ log = logging.getLogger("lore.capture")
 def adopt_remote_key(store: Store, cwd: str) -> str:
     """The project key of `cwd`, after moving any rows kept under its path key to it."""
     key, path = project_keys(cwd)
-    if key != path:
+    if key != path and isinstance(store, Store):  # a hub space never held path keys
         moved = store.rekey_project(path, key)
         if moved:
             log.info("project %s is now keyed by its remote %s (%d fragments)", path, key, moved)

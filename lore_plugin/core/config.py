@@ -84,6 +84,14 @@ class Settings:
 
 def load_settings(env: dict[str, str] | None = None) -> Settings:
     """Never raises: a broken config file falls back to defaults and records a warning."""
-    values, warnings = read_values(dict(os.environ) if env is None else env)
+    env = dict(os.environ) if env is None else env
+    values, warnings = read_values(env)
+    hub_table = values.pop("hub_table", None)
+    if hub_table is not None or env.get("LORE_HUB_URL"):
+        from .hubconfig import read_hub
+
+        hub_values, hub_warnings = read_hub(hub_table, env)
+        values.update(hub_values)
+        warnings.extend(hub_warnings)
     db_path, home = Path(values.pop("db_path")), Path(values.pop("home"))
     return Settings(db_path=db_path, home=home, **values, warnings=tuple(warnings))

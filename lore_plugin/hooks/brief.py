@@ -46,25 +46,32 @@ def rank(frag: Fragment, recalled_times: int, used_times: int, project: str | No
     return score
 
 
-def _label(frag: Fragment, project: str | None) -> str:
+def _label(frag: Fragment, project: str | None, space: str = "local") -> str:
     cross = ", cross-project" if project is not None and frag.project is None else ""
-    return f"from: {source_label(frag)}{cross}"
+    where = f", space: {space}" if space != "local" else ""  # a hub space is named
+    return f"from: {source_label(frag)}{cross}{where}"
 
 
-def knowledge_lines(reader: Store, project: str | None) -> list[str]:
-    """One line per item, id and source included, best first."""
+def knowledge_items(reader: Store, project: str | None, space: str = "local"
+                    ) -> list[tuple[float, str, str]]:
+    """(rank, id, line) per item of one space, best first."""
     rows = reader.knowledge_of(project, CANDIDATES)
     kept = [(rank(f, r, u, project), f) for f, r, u in rows if trusted_for_brief(f)]
     kept.sort(key=lambda pair: pair[0], reverse=True)
-    lines = []
-    for _, f in kept:
+    items = []
+    for score, f in kept:
         text = f.summary
         if f.content and f.content.strip() != f.summary.strip():
             text += " — " + f.content
         # Neutralised before it is measured: the frame's own pass then never lengthens it.
-        lines.append(f"- [{short_id(f.id)}] {clip(neutralise(text), ITEM_CHARS)} "
-                     f"({_label(f, project)})")
-    return lines
+        items.append((score, f.id, f"- [{short_id(f.id)}] {clip(neutralise(text), ITEM_CHARS)} "
+                                   f"({_label(f, project, space)})"))
+    return items
+
+
+def knowledge_lines(reader: Store, project: str | None) -> list[str]:
+    """One line per item, id and source included, best first."""
+    return [line for _, _, line in knowledge_items(reader, project)]
 
 
 def topic_lines(memory: Memory, project: str | None) -> list[str]:
@@ -108,10 +115,11 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     total = here = 0
     project = project_key(cwd) if cwd else None
     warnings: list[str] = []
+    items: list[tuple[float, str, str]] = []
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
-            known = knowledge_lines(memory.reader, project)
+            items = knowledge_items(memory.reader, project)
             topics = topic_lines(memory, project)
             total, here = memory.reader.topic_totals(project)
             # Neutralised before they are measured: the frame's own pass never lengthens them.
@@ -121,9 +129,17 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             memory.close()
     else:
         warnings = problems(settings)
+    if settings.hub_url:  # the hub spaces' knowledge, named, within a deadline
+        from .brief_spaces import hub_knowledge
+
+        items, missed = hub_knowledge(settings, project, items, knowledge_items)
+        notes = [*(notes or []), *missed]
+    known = [line for _, _, line in items]
     from .team_brief import team_lines  # issue 29: the repository's team space
 
     team = team_lines(settings, cwd, project)
+    heads = {line.split("]")[0] for line in team}  # a team note is shown once, with its author
+    known = [line for line in known if line.split("]")[0] not in heads]
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     tail += [clip(note, 400) for note in notes or []]
     if not known and not topics and not recurring and not team:

@@ -15,10 +15,10 @@ import threading
 from ..core.config import Settings
 from ..recall.render import authored_label, clip, short_id
 from ..safety.frame import neutralise
+from .brief_spaces import HUB_DEADLINE
 
 CANDIDATES = 60
 ITEM_CHARS = 160
-WAIT_SLACK = 0.5  # seconds beyond the hub's connect timeout
 
 
 def team_lines(settings: Settings, cwd: str | None, project: str | None) -> list[str]:
@@ -42,7 +42,7 @@ def team_lines(settings: Settings, cwd: str | None, project: str | None) -> list
 
     worker = threading.Thread(target=read, name="lore-team-brief", daemon=True)
     worker.start()
-    worker.join(settings.hub_connect_timeout + WAIT_SLACK)
+    worker.join(HUB_DEADLINE)  # as the other hub spaces' part of the brief
     if answer:
         return answer[0]
     why = failed[0] if failed else "no answer in time"

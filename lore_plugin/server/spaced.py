@@ -5,7 +5,8 @@ project is routed to. Without a hub these are the local memory's own calls, unch
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from ..core.config import Settings
 from ..core.types import Fragment
@@ -15,10 +16,18 @@ from ..recall.storing import Stored, store_knowledge
 
 __all__ = ["LOCAL", "Spaces", "attach", "fused_query", "store", "writing_memory"]
 
-if TYPE_CHECKING:
-    from .tools import Service
-
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Service(Protocol):
+    """What of tools.Service this module uses (named here: tools imports this module)."""
+
+    memory: Memory
+    spaces: Spaces | None
+    write_space: str
+
+    def call(self, fn: Callable[[Memory], T], needs_model: bool = False) -> T: ...
 
 
 def attach(service: Service, settings: Settings) -> None:

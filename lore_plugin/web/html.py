@@ -92,8 +92,11 @@ def frag_link(frag: Fragment) -> str:
     return f'<a href="/fragment/{e(frag.id)}">{e(frag.summary)}</a>'
 
 
-def frag_tags(frag: Fragment) -> str:
-    tags = [depth_name(frag.depth), f"relevance {frag.relevance_score:.2f}", source_label(frag)]
+def frag_tags(frag: Fragment, space: str = "local") -> str:
+    """Depth, relevance, source and the space it is kept in (issue 28: "local" is this
+    machine's file, anything else a hub space)."""
+    tags = [depth_name(frag.depth), f"relevance {frag.relevance_score:.2f}", source_label(frag),
+            f"space {space}"]
     if frag.superseded_by:
         tags.append("superseded")
     return "".join(f'<span class="tag">{e(t)}</span>' for t in tags)

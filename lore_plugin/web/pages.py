@@ -93,20 +93,25 @@ async def search(request: Request) -> Response:
     project = request.query_params.get("project", "") or None
     limit = int_param(request, "limit", SEARCH_LIMIT, 1, 100)
 
-    def run() -> tuple[list, bool, list[str]]:
+    def run() -> tuple[list, bool, list[str], dict[str, str]]:
         memory = v.memory
         projects = memory.reader.projects()
         if not text:
-            return [], False, projects
+            return [], False, projects, {}
         saved, memory.project = memory.project, project
         try:  # the same engine and ranking as query_memory, without reinforcing anything
+            spaces = v.spaces() if depth is not None else None
+            if spaces is not None:  # with a hub: the local file and the hub spaces
+                fused = spaces.query(text, depth or 0, limit, reinforce=False)
+                return ([(h.scored, h.space) for h in fused.hits], fused.keyword_only,
+                        projects, fused.unreachable)
             found = (memory.search(text, limit=limit) if depth is None else
                      memory.query(text, depth=depth, limit=limit, reinforce=False))
         finally:
             memory.project = saved
-        return found.fragments, found.keyword_only, projects
+        return [(s, "local") for s in found.fragments], found.keyword_only, projects, {}
 
-    results, keyword_only, projects = await v.run(run)
+    results, keyword_only, projects, missed = await v.run(run)
     depths = "".join(f'<option value="{d}"{" selected" if d == depth else ""}>{d} '
                      f'({depth_name(d)})</option>' for d in range(0, 4))
     depths += f'<option value="any"{" selected" if depth is None else ""}>any depth</option>'
@@ -118,14 +123,17 @@ async def search(request: Request) -> Response:
             f'<button>Search</button></form>')
     note = ('<p class="muted">Keyword search only: the embedding model is not loaded.</p>'
             if keyword_only else "")
+    note += "".join(f'<p class="muted">Space {e(s)} not reached: {e(clip(why, 200))}</p>'
+                    for s, why in missed.items())
     items = []
-    for r in results:
+    for r, space in results:
         f = r.fragment
         body = (f'<div class="small">{e(clip(f.content, 300))}</div>'
                 if f.content and f.content.strip() != f.summary.strip() else "")
-        items.append(f'<div class="result">{frag_link(f)}<span class="tag">match {r.score:.2f}'
+        name = frag_link(f) if space == "local" else e(f.summary)  # pages show the local file
+        items.append(f'<div class="result">{name}<span class="tag">match {r.score:.2f}'
                      f'</span><span class="tag">similarity {r.similarity:.2f}</span>'
-                     f'{frag_tags(f)}{body}</div>')
+                     f'{frag_tags(f, space)}{body}</div>')
     listing = "".join(items) or (f'<p class="muted">Nothing matches “{e(text)}” at this depth.'
                                  f'</p>' if text else "")
     title = f"Search: {clip(text, 60)}" if text else "Search"

@@ -14,6 +14,7 @@ from starlette.requests import Request
 from ..core.config import Settings
 from ..maintenance.curation import Curator
 from ..recall.memory import Memory
+from ..recall.spaces import Spaces
 from .security import Secrets
 
 T = TypeVar("T")
@@ -33,8 +34,18 @@ class Viewer:
     # threads, and the viewer is one person's tool.
     limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(1))
 
+    _spaces: Spaces | None = field(default=None, init=False)
+
     def __post_init__(self) -> None:
         self.curator = Curator(self.memory)
+
+    def spaces(self) -> Spaces | None:
+        """With a hub configured, the local file and the hub spaces searched as one."""
+        if self._spaces is None and self.settings.hub_url:
+            from ..capture.hub_link import spaces_for
+
+            self._spaces = spaces_for(self.settings, self.memory)
+        return self._spaces
 
     async def run(self, fn: Callable[[], T]) -> T:
         return await anyio.to_thread.run_sync(fn, limiter=self.limiter)

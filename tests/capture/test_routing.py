@@ -154,3 +154,27 @@ def test_a_transcript_read_locally_before_the_hub_continues_in_the_space_where_i
 
     assert hub_facts(hub_url, space) == ["billing rule 40 uses value 280"]
     assert len(api.messages) == sent + 1  # only the new part was sent
+
+
+def test_a_repository_is_routed_by_its_remote_key_and_its_knowledge_carries_it(
+        tmp_path: Path, settings, api, embedder, clock, hub_url: str) -> None:
+    from tests.core.test_project import repo
+
+    checkout = repo(tmp_path / "checkout" / "widgets", "git@github.com:Acme/Widgets.git")
+    space = f"t{os.urandom(6).hex()}"
+    HubStore(hub_url, space, create_space=True).close()
+    routed = replace(settings, hub_url=hub_url, hub_space="personal",
+                     hub_routes=(("github.com/acme/*", "personal"), ("github.com/Acme/*", space)))
+    writer = TranscriptWriter(tmp_path / "s.jsonl", cwd=str(checkout))
+    writer.exchange(2)
+    ingestor = ingestor_for(routed, api, embedder, clock)
+    try:
+        report = ingestor.ingest(writer.path)
+    finally:
+        ingestor.close()
+
+    assert report.skipped is None and report.fragments > 0
+    hub = HubStore(hub_url, space)
+    assert {f.project for f in hub.get_many(_ids(hub), with_parent=False).values()} == {
+        "github.com/Acme/Widgets"}
+    hub.close()
