@@ -139,24 +139,10 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
             shown = "..." if attr in _NOT_ECHOED else repr(table[key])[:80]
             warnings.append(f"config [{section}] {key} = {shown} ignored (using the default): "
                             f"{exc}")
-<<<<<<< HEAD
-    if data.get("hub") is not None or env.get("LORE_HUB_URL"):
-        from .hubconfig import read_hub  # only with a hub: the per-turn hooks skip it
-
-        hub_values, hub_warnings = read_hub(data.get("hub"), env)
-        values.update(hub_values)
-        warnings.extend(hub_warnings)
-    if data.get("sharing") is not None:  # issue 29: a member's own sharing overrides
-        from .teamconfig import read_sharing
-
-        sharing_values, sharing_warnings = read_sharing(data["sharing"])
-        values.update(sharing_values)
-        warnings.extend(sharing_warnings)
-=======
     # The [hub] table as written: config.load_settings checks it (hubconfig.py), so the Stop
     # hook, which reads values here and needs no hub, imports no URL parsing for it.
     values["hub_table"] = data.get("hub")
->>>>>>> hubwire
+    values["sharing_table"] = data.get("sharing")  # issue 29: checked there too (teamconfig.py)
     values["home"] = home
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))
