@@ -116,6 +116,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     project = project_key(cwd) if cwd else None
     warnings: list[str] = []
     items: list[tuple[float, str, str]] = []
+    from .team_brief import team_lines
+
+    team_read = team_lines(settings, cwd, project)  # issue 29: started now, read below
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
@@ -135,9 +138,7 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
         items, missed = hub_knowledge(settings, project, items, knowledge_items)
         notes = [*(notes or []), *missed]
     known = [line for _, _, line in items]
-    from .team_brief import team_lines  # issue 29: the repository's team space
-
-    team = team_lines(settings, cwd, project)
+    team = team_read()  # issue 29: the repository's team space, read meanwhile
     heads = {line.split("]")[0] for line in team}  # a team note is shown once, with its author
     known = [line for line in known if line.split("]")[0] not in heads]
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []

@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from ..core.types import Fragment
     from ..store import Store
     from .memory import Memory
-    from .team_notes import TeamNotes
 
 BUDGET = 600  # characters of remembered text per prompt, item lines included
 CANDIDATES = 10
@@ -228,24 +227,21 @@ def answer(memory: Memory, request: dict, warm: bool) -> dict:
 
 
 def serve(lock: threading.Lock, memory: Memory, warm: threading.Event, request: dict,
-          team: TeamNotes | None = None) -> dict:
+          answering: Callable[[Memory, dict, bool], dict] | None = None) -> dict:
     """One request on the server's socket. A tool call holding the memory longer than
-    LOCK_WAIT answers "busy", and the hook searches by keywords itself. With `team` (issue
-    29), the repository's team space adds its notes (team_notes.py)."""
+    LOCK_WAIT answers "busy", and the hook searches by keywords itself. `answering` replaces
+    `answer` (issue 29: with the team space's notes, team_notes.py)."""
     if not lock.acquire(timeout=LOCK_WAIT):
         return {"busy": True}
     try:
-        if team is not None:
-            from .team_notes import answer_with_team
-
-            return answer_with_team(memory, team, request, warm.is_set())
-        return answer(memory, request, warm.is_set())
+        return (answering or answer)(memory, request, warm.is_set())
     finally:
         lock.release()
 
 
 def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
-                warm: threading.Event, team: TeamNotes | None = None) -> Callable[[], None]:
+                warm: threading.Event, answering: Callable[[Memory, dict, bool], dict] | None = None
+                ) -> Callable[[], None]:
     """Starts the MCP server's private socket for the per-prompt hook (prompt_socket.py) and
     returns what closes it. Off with `[recall] on_prompt = false`; a socket that cannot be
     made only means the hook falls back to keyword search."""
@@ -256,7 +252,7 @@ def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
     from .prompt_socket import Listener
 
     listener = Listener(str(settings.home), str(settings.db_path),
-                        lambda request: serve(lock, memory, warm, request, team))
+                        lambda request: serve(lock, memory, warm, request, answering))
     try:
         listener.start()
     except OSError as exc:

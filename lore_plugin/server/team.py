@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..core.config import Settings
 from ..recall import prompt_recall
 from ..recall.memory import Memory
-from ..recall.team_notes import PromptVector, TeamNotes
+from ..recall.team_notes import PromptVector, TeamNotes, answer_with_team
 
 log = logging.getLogger("lore.server")
 
@@ -43,9 +43,11 @@ def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
     closes both."""
     team = (team_notes(settings, os.getcwd(), memory, warm) if settings.recall_on_prompt
             else None)
-    close = prompt_recall.open_socket(settings, lock, memory, warm, team)
     if team is None:
-        return close
+        return prompt_recall.open_socket(settings, lock, memory, warm)
+    close = prompt_recall.open_socket(
+        settings, lock, memory, warm,
+        lambda mem, request, is_warm: answer_with_team(mem, team, request, is_warm))
 
     def close_both() -> None:
         close()
