@@ -132,12 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
     from .hub import add_hub_parsers
     from .maint import add_maint_parsers
     from .ops import add_op_parsers
+    from .share import add_share_parsers  # issue 29
     from .team import add_team_parsers
 
     add_op_parsers(sub, COMMANDS)
     add_maint_parsers(sub, COMMANDS)
     add_hub_parsers(sub, COMMANDS)
     add_team_parsers(sub, COMMANDS)
+    add_share_parsers(sub, COMMANDS)
     return parser
 
 
