@@ -9,7 +9,6 @@ import pytest
 
 from lore_plugin.core.config import Settings
 from lore_plugin.core.errors import InvalidInput
-from lore_plugin.hub import HubStore
 from lore_plugin.maintenance.share_moves import share, unshare
 from lore_plugin.recall.storing import store_knowledge
 from tests.conftest import PYTHON, python_env
