@@ -40,8 +40,7 @@ from lore_plugin.hub import dev, init_hub  # noqa: E402
 from lore_plugin.hub.access import Team  # noqa: E402
 from tests.conftest import MODEL_CACHE  # noqa: E402
 from tests.fake_anthropic import FakeAnthropic  # noqa: E402
-from tests.team_api import TeamModel, make_repo  # noqa: E402
-from tests.test_team_e2e import as_role  # noqa: E402
+from tests.team_api import TeamModel, as_role, make_repo  # noqa: E402
 from tests.transcripts import TranscriptWriter  # noqa: E402
 
 HOOKS = ROOT / "scripts" / "lore-launch"

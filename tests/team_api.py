@@ -68,3 +68,27 @@ def make_repo(folder, remote: str = "git@github.com:acme/platform-api.git",
         subprocess.run([*git, "add", ".lore.toml"], check=True)
         subprocess.run([*git, "commit", "-q", "-m", "Share with the team"], check=True)
     return folder
+
+
+def as_role(admin_url: str, role: str) -> str:
+    """The hub's URL with another user in it (no password: the test server trusts its socket)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(admin_url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, ""))
+
+
+def make_roles(admin_url: str, *kinds: str) -> dict[str, str]:
+    """One fresh LOGIN role per kind (roles outlive a database, so the names are new each
+    time): kind -> role name."""
+    import os
+
+    import psycopg
+
+    suffix = os.urandom(4).hex()
+    names = {kind: f"{kind}_{suffix}" for kind in kinds}
+    with psycopg.connect(admin_url, autocommit=True) as su:
+        for name in names.values():
+            su.execute(f"CREATE ROLE {name} LOGIN")  # a hex suffix: a plain identifier
+    return names

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-import psycopg
 import pytest
 
 from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.hub.access import Team
 from tests.conftest import MODEL_CACHE, PYTHON, ROOT, python_env, wait_for, workers_idle
 from tests.fake_anthropic import FakeAnthropic
-from tests.team_api import TeamModel, make_repo
+from tests.team_api import TeamModel, as_role, make_repo, make_roles
 from tests.transcripts import TranscriptWriter
 
 REMOTE = "git@github.com:acme/platform-api.git"
@@ -35,23 +32,10 @@ HOOKS = {"SessionStart": "session-start", "SessionEnd": "session-end",
          "UserPromptSubmit": "user-prompt"}
 
 
-def as_role(admin_url: str, role: str) -> str:
-    """The hub's URL with another user in it (no password: the test server trusts its socket)."""
-    parts = urlsplit(admin_url)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, f"{role}@{host}", parts.path, parts.query, ""))
-
-
 @pytest.fixture()
 def roles(hub_url: str) -> dict[str, str]:
-    """Three fresh LOGIN roles (roles outlive a database, so the names are new each run):
-    the space's owner (member one), a member (member two), and an outsider."""
-    suffix = os.urandom(4).hex()
-    names = {kind: f"{kind}_{suffix}" for kind in ("alice", "bob", "eve")}
-    with psycopg.connect(hub_url, autocommit=True) as su:
-        for name in names.values():
-            su.execute(f"CREATE ROLE {name} LOGIN")  # a hex suffix: a plain identifier
-    return names
+    """Member one (the space's owner), member two, and an outsider."""
+    return make_roles(hub_url, "alice", "bob", "eve")
 
 
 @dataclass

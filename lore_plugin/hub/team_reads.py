@@ -39,4 +39,15 @@ class TeamReads(HubConnection):
 
     def role(self) -> str:
         """The role this client connects as."""
-        return str(self._one("SELECT current_user")[0])
+        return str(self._one("SELECT current_user"))
+
+    def may_remove(self, fid: str) -> bool:
+        """Whether this role may take a fragment out of the space (issue 29: its author, the
+        space's owners, or the hub's admin). The database lets any writing member delete; this
+        is the rule Lore's commands keep."""
+        row = self._one(  # None: no such fragment
+            "SELECT f.author = current_user OR EXISTS (SELECT 1 FROM space_members m WHERE "
+            "m.space = f.space AND m.role = current_user::text::regrole AND m.level = 'owner') OR "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+            "FROM fragments f WHERE f.space = %s AND f.id = %s", (self.space, fid))
+        return bool(row)

@@ -100,13 +100,17 @@ def share(settings: Settings, local: Store, given: str, space: str | None, cwd: 
 
 def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd: str | None,
             clock: Callable[[], float] = time.time) -> Moved:
-    """Moves a team fragment and those below it into the local file. The team space lets
-    only its author or the space's owners delete it (row-level security, hub/access_sql.py):
-    anyone else gets the refusal, and the local copy stays as a copy."""
+    """Moves a team fragment and those below it into the local file: only its author or an
+    owner of the space may (HubStore.may_remove); anyone else is refused before anything
+    is copied."""
     space = space_for(settings, space, cwd)
     hub = open_store(settings, space)
     try:
         fid = hub.resolve_id(given)
+        if not hub.may_remove(fid):
+            author = hub.authors([fid]).get(fid, "another member")
+            raise InvalidInput(f"only its author ({author}) or an owner of {space} may take "
+                               f"{fid[:8]} out of the team space")
         moving = [fid, *(d for d, _ in hub.descendant_ids(fid, include_superseded=True))]
         above = _ancestors(hub.parent_id, fid)
         ids = set(moving) | set(above)
@@ -119,6 +123,8 @@ def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd
             for d in reversed(moving):
                 hub.delete(d, now)
             hub.journal_add("unshare", fid, label, {}, now)
+        if hub.has_fragment(fid):  # row-level security filters a delete rather than refuse it
+            raise InvalidInput(f"the team space {space} kept {fid[:8]}; it is now also local")
     finally:
         hub.close()
     local.journal_add("unshare", fid, label, {}, now)

@@ -67,3 +67,36 @@ def test_share_outside_an_opted_in_repository_says_so_in_one_line(tmp_path, isol
                           env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "shares into no team space" in proc.stderr
+
+
+def test_only_its_author_or_an_owner_takes_a_fact_out_of_the_team_space(tmp_path, hub_url,
+                                                                        embedder, clock):
+    from lore_plugin.hub.access import Team
+    from lore_plugin.recall.memory import Memory
+    from tests.team_api import as_role, make_roles
+
+    roles = make_roles(hub_url, "owner", "alice", "bob")
+    space = "team-" + roles["owner"].rsplit("_", 1)[1]
+    with Team(as_role(hub_url, roles["owner"])) as team:
+        team.create(space)
+        team.add(roles["alice"], space)
+        team.add(roles["bob"], space)
+    homes = {}
+    for who in ("alice", "bob", "owner"):
+        settings = Settings(db_path=tmp_path / who / "memory.db", home=tmp_path / who,
+                            hub_url=as_role(hub_url, roles[who]))
+        (tmp_path / who).mkdir()
+        homes[who] = (settings, Memory(settings.db_path, embedder, clock=clock))
+    settings, alice = homes["alice"]
+    fact = store_knowledge(alice, "Deploys go through the merge queue", "Merge queue deploys",
+                           None, 0, "user").fragment
+    share(settings, alice.writer, fact.id, space, None)
+    settings, bob = homes["bob"]
+    with pytest.raises(InvalidInput, match=f"only its author \\({roles['alice']}\\)"):
+        unshare(settings, bob.writer, fact.id, space, None)
+    assert fact.id not in ids_in(bob.writer)  # refused before anything was copied
+    settings, owner = homes["owner"]
+    assert unshare(settings, owner.writer, fact.id, space, None).fragments == 1
+    assert fact.id in ids_in(owner.writer)
+    for _, memory in homes.values():
+        memory.close()
