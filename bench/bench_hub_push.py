@@ -32,6 +32,8 @@ from bench_consolidate import bench_db  # noqa: E402
 from common import machine, table, write_json  # noqa: E402
 
 from lore_plugin.core.config import Settings  # noqa: E402
+
+CACHE_DIR = ROOT / "bench" / ".cache"
 from lore_plugin.hub import HubStore, dev, init_hub  # noqa: E402
 from lore_plugin.maintenance import hub_sync  # noqa: E402
 from lore_plugin.store import Store  # noqa: E402
@@ -62,7 +64,8 @@ def main() -> None:
     parser.add_argument("--rebuild", action="store_true")
     args = parser.parse_args()
     source = bench_db(args.topics, args.rebuild)
-    work = Path(tempfile.mkdtemp(prefix="lore-bench-hub-"))
+    # A folder of its own beside the cache, not in /tmp, where other jobs clean up.
+    work = Path(tempfile.mkdtemp(prefix="hub-push-", dir=CACHE_DIR))
     server = dev.start(work / "hub")
     try:
         init_hub(server.url)
