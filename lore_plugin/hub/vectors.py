@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.types import EMBED_BYTES, EMBED_DIM
 from .connection import HubConnection
-from .errors import ModelMismatch
+from .errors import HubAccessDenied, ModelMismatch
 
 EF_SEARCH = 200  # HNSW candidate list; k is at most a few hundred
 
@@ -46,8 +46,11 @@ class Vectors(HubConnection):
             return
         self._run("UPDATE spaces SET embed_model = %s, embed_dim = %s WHERE name = %s AND "
                   "embed_model IS NULL", (self.model, EMBED_DIM, self.space))
-        model, dim = self._all("SELECT embed_model, embed_dim FROM spaces WHERE name = %s",
-                               (self.space,))[0]
+        rows = self._all("SELECT embed_model, embed_dim FROM spaces WHERE name = %s",
+                         (self.space,))
+        if not rows:  # row-level security hides a space this role was removed from
+            raise HubAccessDenied(f"this role is no longer a member of space '{self.space}'")
+        model, dim = rows[0]
         if (model, dim) != (self.model, EMBED_DIM):
             raise ModelMismatch(
                 f"space '{self.space}' holds vectors of {model} ({dim} dimensions) and this "
