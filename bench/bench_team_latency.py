@@ -1,7 +1,7 @@
 """Team memory (issue 29): the time from one member's SessionEnd to the fact being in another
 member's next brief.
 
-    python bench/bench_team.py [--runs 5] [--json PATH]
+    python bench/bench_team_latency.py [--runs 5] [--json PATH]
 
 Two Lore homes, each connecting to one throwaway PostgreSQL 18 + pgvector hub (`lore hub dev`'s
 server, through its Unix socket) as its own role; the owner made a team space and added the
