@@ -15,10 +15,10 @@ LINE = re.compile(r"\b(stated|observed|inferred)/(project|personal|other|general
                   r"([^\"\\]+?)(?:\.|\\n|\"|$)")
 
 
-def team_extraction(text: str) -> dict:
+def team_extraction(text: str, tag: str = "") -> dict:
     facts = []
     for basis, scope, said in LINE.findall(text):
-        fact = {"summary": said.strip(), "importance": "high", "basis": basis,
+        fact = {"summary": said.strip() + tag, "importance": "high", "basis": basis,
                 "content": f"{said.strip()}."}
         if scope != "unsaid":
             fact["scope"] = scope
@@ -32,14 +32,16 @@ def team_extraction(text: str) -> dict:
 
 
 class TeamModel:
-    def __init__(self) -> None:
+    def __init__(self, tag_requests: bool = False) -> None:
         self.calls = 0
+        self.tag_requests = tag_requests  # " #n": a slice extracted twice shows twice
 
     def __call__(self, body: dict) -> Reply:
         if not body.get("tools"):
             return text_reply("ok")
         self.calls += 1
-        return tool_reply("record_knowledge", team_extraction(conversation_text(body)))
+        tag = f" #{self.calls}" if self.tag_requests else ""
+        return tool_reply("record_knowledge", team_extraction(conversation_text(body), tag))
 
 
 def stored(rows: list[dict]) -> dict[str, dict]:
