@@ -13,13 +13,18 @@ class Dates(HubConnection):
     def _date_written(self, fid: str, summary: str, content: str, created_at: float) -> None:
         """Inside the caller's write: the days the text names, relative ones counted from
         the creation day in the local time zone (as SQLite's store does)."""
-        text = summary if summary == content else f"{summary}\n{content}"
-        today = datetime.fromtimestamp(created_at).date()
-        self._many(
-            "INSERT INTO fragment_dates (space, fragment_id, first_day, last_day) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-            [(self.space, fid, a.toordinal(), b.toordinal())
-             for a, b in written_dates(text, today)])
+        self._date_many([(fid, summary, content, created_at)])
+
+    def _date_many(self, texts: Sequence[tuple[str, str, str, float]]) -> None:
+        """(id, summary, content, created_at) of several fragments, in one batch."""
+        rows = []
+        for fid, summary, content, created_at in texts:
+            text = summary if summary == content else f"{summary}\n{content}"
+            today = datetime.fromtimestamp(created_at).date()
+            rows += [(self.space, fid, a.toordinal(), b.toordinal())
+                     for a, b in written_dates(text, today)]
+        self._many("INSERT INTO fragment_dates (space, fragment_id, first_day, last_day) "
+                   "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
 
     def _redate_written(self, fids: Sequence[str]) -> None:
         for fid in fids:

@@ -132,11 +132,15 @@ class Fragments(Tree, Vectors, Dates):
 
     def save_memory_states(self, states: dict[str, tuple[MemoryState, float]]) -> None:
         """id -> (new state, new relevance score)."""
-        rows = [(s.access_count, s.decay_rate, s.last_accessed, s.last_reinforced, r,
-                 self.space, i) for i, (s, r) in states.items()]
-        self._atomic(lambda: self._many(
-            "UPDATE fragments SET access_count = %s, decay_rate = %s, last_accessed = %s, "
-            "last_reinforced = %s, relevance_score = %s WHERE space = %s AND id = %s", rows))
+        if not states:
+            return
+        columns = list(zip(*[(i, s.access_count, s.decay_rate, s.last_accessed,
+                              s.last_reinforced, r) for i, (s, r) in states.items()]))
+        self._atomic(lambda: self._run(  # one statement, one round trip
+            "UPDATE fragments f SET access_count = u.n, decay_rate = u.d, last_accessed = u.a, "
+            "last_reinforced = u.r, relevance_score = u.s FROM unnest(%s::text[], %s::int[], "
+            "%s::float8[], %s::float8[], %s::float8[], %s::float8[]) AS u(id, n, d, a, r, s) "
+            "WHERE f.space = %s AND f.id = u.id", (*[list(c) for c in columns], self.space)))
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:

@@ -7,7 +7,8 @@ FTS5's porter tokenizer stems). A match scores
     sum over the query's terms it holds of  idf(term) * ts_rank(tsv, term, 1)
 
 idf being FTS5's own (recall/fusion.idf) from the term's document count in the space, and
-ts_rank's normalisation 1 dividing by the log of the document length, with the summary
+ts_rank's normalisation 1 dividing by the log of the document length (the space's row
+count, idf's N, is re-read at most once a minute), with the summary
 weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0) weighs them. That is
 BM25's shape (rare words count more, repeats saturate, long texts count less). Like FTS5's
 bm25 the score is returned negated (lower is better), and fusion divides a query's scores
@@ -16,6 +17,7 @@ by the best of them, so both backends' keyword evidence lies in 0..1 before it i
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 
 from ..core.types import Fragment
@@ -23,13 +25,17 @@ from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
 from .connection import HubConnection
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-_TERMS = ("WITH w AS (SELECT t, phraseto_tsquery('english', t) AS q "
-          "FROM unnest(%(t)s::text[]) AS t), "
-          "n AS (SELECT count(*) AS rows FROM fragments WHERE space = %(s)s), "
-          "d AS (SELECT w.t, w.q, (SELECT count(*) FROM fragments f WHERE f.space = %(s)s "
-          "AND f.tsv @@ w.q) AS docs FROM w WHERE numnode(w.q) > 0), "
-          "i AS (SELECT d.q, greatest(ln((n.rows - d.docs + 0.5) / (d.docs + 0.5)), 1e-6) "
-          "AS idf FROM d, n) ")
+ROWS_TTL = 60.0  # seconds a space's row count (idf's N) is reused: it moves slowly
+# One pass over the matches: each (term, fragment) with its rank, and the term's document
+# count as a window over the same rows (a separate count read every match twice).
+_SEARCH = (
+    "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q "
+    "FROM unnest(%(t)s::text[]) AS t), "
+    "m AS MATERIALIZED (SELECT f.id, ts_rank('{0.1, 0.2, 0.5, 1.0}', f.tsv, w.q, 1) AS r, "
+    "count(*) OVER (PARTITION BY w.t)::float8 AS docs FROM w JOIN fragments f ON f.space = %(s)s "
+    "AND f.tsv @@ w.q WHERE numnode(w.q) > 0), "
+    "h AS (SELECT id, sum(greatest(ln((%(n)s::float8 - docs + 0.5) / (docs + 0.5)), 1e-6) * r) "
+    "AS score FROM m GROUP BY id ORDER BY score DESC LIMIT %(k)s) ")
 
 
 def fts_terms(match: str) -> list[str]:
@@ -46,13 +52,20 @@ class Keywords(HubConnection):
         columns = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
                             for c in FRAGMENT_NUMBERS.split(", "))
         rows = self._all(
-            _TERMS + "SELECT " + columns + ", h.score FROM (SELECT f.id, "
-            "sum(i.idf * ts_rank('{0.1, 0.2, 0.5, 1.0}', f.tsv, i.q, 1)) AS score "
-            "FROM i JOIN fragments f ON f.space = %(s)s AND f.tsv @@ i.q "
-            "GROUP BY f.id ORDER BY score DESC LIMIT %(k)s) AS h "
-            "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC",
-            {"t": terms, "s": self.space, "k": limit})
+            _SEARCH + "SELECT " + columns + ", h.score FROM h JOIN fragments f ON "
+            "f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC",
+            {"t": terms, "s": self.space, "k": limit, "n": self._row_count()})
         return [(row_to_fragment(r), -float(r[-1])) for r in rows]
+
+    def _row_count(self) -> int:
+        """Fragments in the space, re-counted at most every ROWS_TTL seconds."""
+        now = time.monotonic()
+        known = getattr(self, "_rows", None)
+        if known is None or now - known[1] > ROWS_TTL:
+            known = (int(self._one("SELECT count(*) FROM fragments WHERE space = %s",
+                                   (self.space,))), now)
+            self._rows = known
+        return int(known[0])
 
     def term_statistics(self, terms: Sequence[str]
                         ) -> tuple[int, dict[str, tuple[frozenset[str], int]]]:
@@ -63,11 +76,10 @@ class Keywords(HubConnection):
             "WITH t AS (SELECT t, array(SELECT lexeme FROM unnest(to_tsvector('english', t))) "
             "AS lex FROM unnest(%(t)s::text[]) AS t) "
             "SELECT t.t, t.lex, (SELECT min((SELECT count(*) FROM fragments f WHERE "
-            "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM unnest(t.lex) AS x), "
-            "(SELECT count(*) FROM fragments WHERE space = %(s)s) FROM t",
-            {"t": list(terms), "s": self.space})
-        total = int(rows[0][3]) if rows else 0
-        return total, {t: (frozenset(lex), int(docs or 0)) for t, lex, docs, _ in rows if lex}
+            "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM unnest(t.lex) AS x) "
+            "FROM t", {"t": list(terms), "s": self.space})
+        return self._row_count(), {t: (frozenset(lex), int(docs or 0)) for t, lex, docs in rows
+                                   if lex}
 
     def fragment_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """The distinct lexemes of each fragment's summary and content."""

@@ -50,8 +50,18 @@ MIGRATIONS: list[str] = [
             setweight(to_tsvector('english'::regconfig, summary), 'A') ||
             setweight(to_tsvector('english'::regconfig, content), 'B')) STORED,
         PRIMARY KEY (space, id)
-    );
-    CREATE INDEX fragments_depth ON fragments (space, depth, relevance_score);
+    ) WITH (fillfactor = 90, toast_tuple_target = 8160);
+    -- A row stays whole in its page when it fits (toast_tuple_target): at the default 2 KB
+    -- the vector pushed the text and the tsvector out of line, and keyword search read them
+    -- back through TOAST for every match. Vectors inline, not TOASTed: 1.5 KB of floats
+    -- does not compress, and out of line every exact scan read them through the TOAST table
+    -- (190 ms at 10K), which also made the planner prefer that scan over HNSW (14 ms).
+    ALTER TABLE fragments ALTER COLUMN embedding SET STORAGE MAIN;
+    -- No index covers the memory state (access_count, decay_rate, last_accessed,
+    -- last_reinforced, relevance_score): recall rewrites it on every query, and an update
+    -- that touches no indexed column is HOT, in place, instead of a new entry in every index
+    -- (HNSW's among them: 100 ms per query at 10K before). fillfactor leaves the room for it.
+    CREATE INDEX fragments_depth ON fragments (space, depth);
     CREATE INDEX fragments_superseded ON fragments (space, superseded_by);
     CREATE INDEX fragments_summary ON fragments (space, lower(summary), depth);
     CREATE INDEX fragments_session ON fragments (space, source_session, created_at);

@@ -35,7 +35,7 @@ class Transfer(Fragments):
         rows = [_fragment_row(self.space, f) for f in part]
         if any(r[5] is not None for r in rows):
             self._claim_model()
-        cols = ", ".join(c if c != "embedding" else "embedding" for c in COLUMNS)
+        cols = ", ".join(COLUMNS)
         marks = ", ".join("%s::vector" if c == "embedding" else "%s" for c in COLUMNS)
         ids = [f["id"] for f in part]
         before = set(self._present(ids))
@@ -47,24 +47,24 @@ class Transfer(Fragments):
                    [(f["superseded_by"], self.space, f["id"]) for f in part
                     if f.get("superseded_by") and f["id"] not in before])
         new = [f for f in part if f["id"] not in before]
-        for f in new:
-            self._date_written(f["id"], redact(f["summary"]), redact(f["content"]),
-                               f["created_at"])
+        self._date_many([(f["id"], redact(f["summary"]), redact(f["content"]), f["created_at"])
+                         for f in new])
         return len(new)
 
     def _insert_edges(self, part: Sequence[dict[str, Any]]) -> int:
-        with self._cursor() as cur:
-            added = 0
-            for e in part:
-                cur.execute(
-                    "INSERT INTO edges (space, id, source, target, kind, weight, created_at) "
-                    "SELECT %s, %s, %s, %s, %s, %s, %s WHERE EXISTS (SELECT 1 FROM fragments "
-                    "WHERE space = %s AND id = %s) AND EXISTS (SELECT 1 FROM fragments WHERE "
-                    "space = %s AND id = %s) ON CONFLICT DO NOTHING",
-                    (self.space, e["id"], e["source"], e["target"], e["kind"], e["weight"],
-                     e["created_at"], self.space, e["source"], self.space, e["target"]))
-                added += max(cur.rowcount, 0)
-        return added
+        """Edges whose two ends are in the space, in one pipelined batch."""
+        ends = {e["source"] for e in part} | {e["target"] for e in part}
+        present = set(self._present(list(ends)))
+        rows = [(self.space, e["id"], e["source"], e["target"], e["kind"], e["weight"],
+                 e["created_at"]) for e in part
+                if e["source"] in present and e["target"] in present]
+        before = int(self._one("SELECT count(*) FROM edges WHERE space = %s AND id = ANY(%s)",
+                               (self.space, [r[1] for r in rows])))
+        self._many("INSERT INTO edges (space, id, source, target, kind, weight, created_at) "
+                   "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
+        after = int(self._one("SELECT count(*) FROM edges WHERE space = %s AND id = ANY(%s)",
+                              (self.space, [r[1] for r in rows])))
+        return after - before
 
     def _present(self, ids: Sequence[str]) -> list[str]:
         return [r[0] for r in self._all("SELECT id FROM fragments WHERE space = %s AND "

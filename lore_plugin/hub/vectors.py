@@ -59,9 +59,16 @@ class Vectors(HubConnection):
         self._model_checked = True
 
     def space_model(self) -> tuple[str | None, int | None]:
+        """The space's model and dimension; once set it never changes, so it is kept."""
+        known = getattr(self, "_space_model", None)
+        if known is not None:
+            return known  # type: ignore[no-any-return]
         row = self._all("SELECT embed_model, embed_dim FROM spaces WHERE name = %s",
                         (self.space,))
-        return (row[0][0], row[0][1]) if row else (None, None)
+        found = (row[0][0], row[0][1]) if row else (None, None)
+        if found[0] is not None:
+            self._space_model = found
+        return found
 
     def vector_search(self, query: Any, k: int, depth: int | None = None,
                       window: tuple[float, float] | None = None) -> list[tuple[str, float]]:
