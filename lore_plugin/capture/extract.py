@@ -28,7 +28,7 @@ from pydantic import (
 from ..core.errors import LLMError
 from .prompt import HIGH_PER_CALL, MAX_LISTED_TOPICS, SYSTEM_PROMPT, build_prompt, escape_data
 
-__all__ = ["MAX_LISTED_TOPICS", "RECORD_KNOWLEDGE_TOOL", "SYSTEM_PROMPT", "Extraction",
+__all__ = ["MAX_LISTED_TOPICS", "RECORD_KNOWLEDGE_TOOL", "SCOPES", "SYSTEM_PROMPT", "Extraction",
            "build_prompt", "escape_data", "extract_knowledge", "parse_extraction",
            "strongest_basis", "worth_extracting"]
 log = logging.getLogger(__name__)
@@ -83,6 +83,18 @@ def _known_basis(value: Any) -> Any:
 
 
 Basis = Annotated[Literal["stated", "observed", "inferred"], BeforeValidator(_known_basis)]
+SCOPES = ("project", "personal", "other", "general")  # what a fact is about (issue 29)
+
+
+def _known_scope(value: Any) -> Any:
+    # Unsaid or odd is None, never "project": only what the model says is about the
+    # session's project may ever be shared with a team (capture/sharing.py).
+    value = _lower(value)
+    return value if value in SCOPES else None
+
+
+Scope = Annotated[Literal["project", "personal", "other", "general"] | None,
+                  BeforeValidator(_known_scope)]
 
 
 class _Model(BaseModel):
@@ -101,6 +113,7 @@ class Fact(_Model):
     content: Content = None
     importance: Importance
     basis: Basis = "inferred"
+    scope: Scope = None
     details: Annotated[list[Detail], BeforeValidator(_null_to_empty)] = []
 
 
@@ -174,13 +187,15 @@ def _node(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 _IMPORTANCE = {"type": "string", "enum": ["high", "medium", "low"]}
 _BASIS = {"type": "string", "enum": ["stated", "observed", "inferred"]}
+_SCOPE = {"type": "string", "enum": list(SCOPES)}
 _CONTENT = _string("optional specifics")
 _DETAIL = _node({"summary": _string(), "content": _CONTENT, "importance": _IMPORTANCE,
                  "basis": _BASIS}, ["summary", "importance", "basis"])
 _FACT = _node(
     {"summary": _string("one self-contained statement"), "content": _CONTENT,
-     "importance": _IMPORTANCE, "basis": _BASIS, "details": {"type": "array", "items": _DETAIL}},
-    ["summary", "importance", "basis"],
+     "importance": _IMPORTANCE, "basis": _BASIS, "scope": _SCOPE,
+     "details": {"type": "array", "items": _DETAIL}},
+    ["summary", "importance", "basis", "scope"],
 )
 _CONCEPT = _node(
     {"name": _string(), "summary": _string(), "content": _CONTENT,

@@ -41,6 +41,7 @@ from .linking import embed_planned, planned_match, resolve_name, temporal_edges,
 from .patterns import failure_rows
 from .project_keys import adopt_remote_key
 from .routing import LOCAL, Routes, transcript_space
+from .team_write import TeamSpaceDown, TeamWriter
 from .transcript import Delta, delta_time
 from .usefulness import Recall, apply_recall_use, recalls_in
 
@@ -78,6 +79,7 @@ class Ingestor:
         # vector index again for each transcript and subagent file (0.5 s at 100K).
         self._memory: Memory | None = None
         self.routes = Routes(settings, embedder, clock)  # the hub spaces written to
+        self.team = TeamWriter(settings, self.routes)  # issue 29: an opted-in repo's team part
 
     def close(self) -> None:
         self.routes.close()
@@ -165,6 +167,12 @@ class Ingestor:
                 return
             crash_point("after-llm")
             budget = self.settings.batch_bytes
+            try:  # issue 29: the team's part first, exactly once (capture/team_write.py)
+                extraction = self.team.share(memory, extraction, delta, key,
+                                             session_id or delta.session_id, self.apply)
+            except TeamSpaceDown as exc:
+                report.skipped = str(exc)
+                return
             counts = self.apply(memory, extraction, delta, key, session_id or delta.session_id,
                                 recalls, digest)
             report.add(counts)
@@ -241,13 +249,14 @@ class Ingestor:
     # -- turning an extraction into fragments -----------------------------------------
     def apply(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
               session_id: str | None, recalls: Sequence[Recall] = (), digest: Known = NO_DIGEST,
-              range_start: int | None = None) -> tuple[int, int, int]:
+              range_start: int | None = None, author: str | None = None) -> tuple[int, int, int]:
         """One extraction written in one transaction with its place: the watermark moves
         past the slice, or with range_start (a parked range retried) that range shrinks."""
         store = memory.writer
         when = delta_time(delta, self.clock())
         meta = {"transcript": key.removeprefix(HISTORY_KEY),
-                "offsets": [delta.start_offset, delta.end_offset]}
+                "offsets": [delta.start_offset, delta.end_offset],
+                **({"author": author} if author else {})}  # issue 29: a team row's member
         planned: list[_Planned] = []
         confirmed: list[str] = []  # existing knowledge the user restated in this delta
         subagent = SUBAGENT_DIR in key

@@ -140,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .maint import add_maint_parsers
     from .ops import add_op_parsers
     from .service import add_service_parsers
+    from .share import add_share_parsers  # issue 29
     from .team import add_team_parsers
 
     add_op_parsers(sub, COMMANDS)
@@ -147,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_service_parsers(sub, COMMANDS)
     add_hub_parsers(sub, COMMANDS)
     add_team_parsers(sub, COMMANDS)
+    add_share_parsers(sub, COMMANDS)
     return parser
 
 

@@ -48,6 +48,9 @@ class Settings:
     hub_read: tuple[str, ...] = ()  # hub spaces recall reads; empty: the ones written to
     hub_routes: tuple[tuple[str, str], ...] = ()  # (project key or glob, space), first wins
     hub_connect_timeout: float = 3.0
+    # Team sharing (issue 29, core/teamconfig.py): the member's [sharing] overrides of a
+    # repository's .lore.toml, (project key or glob, space or "" to opt out), first wins.
+    share_overrides: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = field(default=())  # problems found while loading, for status
 
     @property
@@ -90,5 +93,12 @@ def load_settings(env: dict[str, str] | None = None) -> Settings:
         hub_values, hub_warnings = read_hub(hub_table, env)
         values.update(hub_values)
         warnings.extend(hub_warnings)
+    sharing_table = values.pop("sharing_table", None)
+    if sharing_table is not None:  # issue 29: a member's own sharing overrides
+        from .teamconfig import read_sharing
+
+        sharing_values, sharing_warnings = read_sharing(sharing_table)
+        values.update(sharing_values)
+        warnings.extend(sharing_warnings)
     db_path, home = Path(values.pop("db_path")), Path(values.pop("home"))
     return Settings(db_path=db_path, home=home, **values, warnings=tuple(warnings))

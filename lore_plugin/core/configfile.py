@@ -149,6 +149,7 @@ def read_values(env: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     # The [hub] table as written: config.load_settings checks it (hubconfig.py), so the Stop
     # hook, which reads values here and needs no hub, imports no URL parsing for it.
     values["hub_table"] = data.get("hub")
+    values["sharing_table"] = data.get("sharing")  # issue 29: checked there too (teamconfig.py)
     values["home"] = home
     values["db_path"] = os.path.expanduser(
         env.get("LORE_DB_PATH") or values.get("db_path") or os.path.join(home, "memory.db"))

@@ -116,6 +116,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     project = project_key(cwd) if cwd else None
     warnings: list[str] = []
     items: list[tuple[float, str, str]] = []
+    from .team_brief import team_lines
+
+    team_read = team_lines(settings, cwd, project)  # issue 29: started now, read below
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
@@ -135,9 +138,12 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
         items, missed = hub_knowledge(settings, project, items, knowledge_items)
         notes = [*(notes or []), *missed]
     known = [line for _, _, line in items]
+    team = team_read()  # issue 29: the repository's team space, read meanwhile
+    heads = {line.split("]")[0] for line in team}  # a team note is shown once, with its author
+    known = [line for line in known if line.split("]")[0] not in heads]
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []
     tail += [clip(note, 400) for note in notes or []]
-    if not known and not topics and not recurring:
+    if not known and not topics and not recurring and not team:
         return "\n".join(tail) or None
     head = (f"Lore long-term memory: {plural(total, 'topic')}"
             + (f" ({here} from this project)" if here else "") + ".")
@@ -149,6 +155,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     shown = fill(["Recurring in this project:", *recurring] if recurring else [], budget // 4)
     shown = shown if len(shown) > 1 else []
     budget -= sum(len(x) + 1 for x in shown)
+    shared = fill(team, budget // 3)  # a team's notes, never more than a third
+    shared = shared if len(shared) > 1 or (shared and not shared[0].endswith(":")) else []
+    budget -= sum(len(x) + 1 for x in shared)
     facts = fill(["What this project's memory holds:", *known] if known else [],
                  int(budget * KNOWLEDGE_SHARE))
     facts = facts if len(facts) > 1 else []
@@ -159,5 +168,5 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     if facts and budget > 0:  # room the topics left goes to more knowledge
         more = fill(known[len(facts) - 1:], budget)
         facts += more
-    body = [head, *facts, *named, *shown]
+    body = [head, *facts, *shared, *named, *shown]
     return "\n".join([recalled("\n".join(body)), *tail])[:limit]

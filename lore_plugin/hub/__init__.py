@@ -32,13 +32,14 @@ from .errors import (
 )
 from .keywords import Keywords
 from .ledger import Ledger
+from .team_reads import TeamReads
 from .transfer import Transfer
 
 __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnavailable",
            "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
 
 
-class HubStore(Transfer, Keywords, Bookkeeping, Ledger):
+class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads):  # TeamReads: issue 29
     """One space of a hub, through a small connection pool (see the modules)."""
 
 

@@ -225,19 +225,22 @@ def answer(memory: Memory, request: dict, warm: bool) -> dict:
     return {"context": text, "ids": ids, "judged_by": "cosine" if warm else "words"}
 
 
-def serve(lock: threading.Lock, memory: Memory, warm: threading.Event, request: dict) -> dict:
+def serve(lock: threading.Lock, memory: Memory, warm: threading.Event, request: dict,
+          answering: Callable[[Memory, dict, bool], dict] | None = None) -> dict:
     """One request on the server's socket. A tool call holding the memory longer than
-    LOCK_WAIT answers "busy", and the hook searches by keywords itself."""
+    LOCK_WAIT answers "busy", and the hook searches by keywords itself. `answering` replaces
+    `answer` (issue 29: with the team space's notes, team_notes.py)."""
     if not lock.acquire(timeout=LOCK_WAIT):
         return {"busy": True}
     try:
-        return answer(memory, request, warm.is_set())
+        return (answering or answer)(memory, request, warm.is_set())
     finally:
         lock.release()
 
 
 def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
-                warm: threading.Event) -> Callable[[], None]:
+                warm: threading.Event, answering: Callable[[Memory, dict, bool], dict] | None = None
+                ) -> Callable[[], None]:
     """Starts the MCP server's private socket for the per-prompt hook (prompt_socket.py) and
     returns what closes it. Off with `[recall] on_prompt = false`; a socket that cannot be
     made only means the hook falls back to keyword search."""
@@ -248,7 +251,7 @@ def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
     from .prompt_socket import Listener
 
     listener = Listener(str(settings.home), str(settings.db_path),
-                        lambda request: serve(lock, memory, warm, request))
+                        lambda request: serve(lock, memory, warm, request, answering))
     try:
         listener.start()
     except OSError as exc:

@@ -62,6 +62,17 @@ def source_label(frag: Fragment) -> str:
     return label
 
 
+def authored_label(frag: Fragment, author: str) -> str:
+    """A teammate's note (issue 29): 'from: alice, stated'; how it was known follows the
+    author, as the basis or, without one, the source; confirmation is said."""
+    how = frag.basis or SOURCES.get(frag.source or "", "earlier version")
+    if frag.source == "agent":
+        how = f"agent-stored, {how}" if frag.basis else "agent-stored"
+    if frag.confirmed_at is not None and frag.basis != "stated":
+        how += ", confirmed"
+    return f"from: {author}, {how}"
+
+
 def short_id(fid: str) -> str:
     return fid[:ID_CHARS]
 

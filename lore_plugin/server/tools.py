@@ -147,8 +147,8 @@ def main() -> None:
     from ..core.private import lock_down
     from ..core.project import project_key
     from ..embedding.embedder import LocalEmbedder
-    from ..recall.prompt_recall import open_socket
     from ..safety.logs import setup_logging
+    from .team import open_socket  # issue 29: with the repository's team space, if it shares
 
     settings = load_settings()
     lock_down(settings.home, settings.db_path)

@@ -17,7 +17,7 @@ from ..recall.render import clip, short_id
 from .security import check_csrf, forbidden
 from .viewer import viewer_of
 
-ACTIONS = ("edit", "correct", "forget", "move", "confirm")
+ACTIONS = ("edit", "correct", "forget", "move", "confirm", "share")
 SQLITE_MAX_INT = 2**63 - 1  # a number from a URL or a form beyond this cannot name a row
 
 
@@ -40,6 +40,10 @@ async def fragment_action(request: Request) -> Response:
     form = await _form(request)
     if form is None:
         return forbidden("the form is missing this run's CSRF token; reload the page")
+    if action == "share":  # issue 29: into the repository's team space (web/sharing.py)
+        from .sharing import share_action
+
+        return await share_action(v, fid)
     cur = v.curator
     summary, content = form.get("summary", ""), form.get("content", "")
     if action == "edit":

@@ -208,6 +208,9 @@ async def fragment(request: Request) -> Response:
     body += f"<h2>Versions</h2><ul>{history}</ul>" if history else (
         '<h2>Versions</h2><p class="muted">no other versions</p>')
     body += curation_forms(f, v.secrets.csrf)
+    from .sharing import share_form  # issue 29
+
+    body += share_form(v, f)
     return HTMLResponse(page(clip(f.summary, 90), body, flash=v.take_flash()))
 
 

@@ -45,6 +45,7 @@ FULL: dict[str, Any] = {
                             "content": "...",
                             "importance": "medium",
                             "basis": "observed",
+                            "scope": "general",
                             "details": [
                                 {
                                     "summary": "workers steal from peers",
@@ -308,6 +309,8 @@ def test_the_schema_and_the_models_agree_on_what_is_required() -> None:
         fields = {f.alias or name for name, f in model.model_fields.items()}
         if model in (Fact, Detail):  # the model asks for basis; an answer without one is a guess
             required.add("basis")
+        if model is Fact:  # and for scope; an answer without one is never shared (issue 29)
+            required.add("scope")
         assert set(node["required"]) == required, model.__name__
         assert set(node["properties"]) == fields, model.__name__
 
@@ -416,3 +419,12 @@ def test_more_high_facts_than_the_quota_are_kept_medium_the_user_s_first() -> No
     # The stated one first, then the answer's own order.
     assert HIGH_PER_CALL == 3 and high == ["guess 0", "guess 1", "what the user said"]
     assert [f.summary for f in got] == [f["summary"] for f in facts]  # nothing dropped or moved
+
+
+def test_a_missing_or_unknown_scope_is_none_so_the_fact_is_never_shared() -> None:
+    for value in (..., "team", "", None, 3):
+        data = variant([*FACT, "scope"], value, drop=value is ...)
+        assert parse_extraction(data).topics[0].concepts[0].facts[0].scope is None
+    for value in ("project", " Personal ", "OTHER", "general"):
+        fact = parse_extraction(variant([*FACT, "scope"], value)).topics[0].concepts[0].facts[0]
+        assert fact.scope == value.strip().lower()

@@ -1,0 +1,53 @@
+"""What a team space shows its members (issue 29): the brief's candidates (the SQLite store's
+`knowledge_of`, by the same name and meaning) and each fragment's author, the role the
+database stamped on it at insert (access_sql.py), which no client can forge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..store.rows import FRAGMENT_COLUMNS, row_to_fragment
+from .connection import HubConnection
+
+_SCAN = 500  # as store/hierarchy.py: the most important rows only, never the whole space
+
+
+class TeamReads(HubConnection):
+    def knowledge_of(self, project: str | None, limit: int, scan: int = _SCAN
+                     ) -> list[tuple[Any, int, int]]:
+        """Live facts and details (and concepts without live children) of `project` or of
+        no project, most important first, each with (0, 0): the hub keeps no recall counts."""
+        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
+        rows = self._all(
+            f"SELECT {columns} FROM fragments f WHERE f.space = %(s)s "
+            "AND f.superseded_by IS NULL AND (f.project = %(p)s OR f.project IS NULL) "
+            "AND (f.depth >= 2 OR (f.depth = 1 AND NOT EXISTS (SELECT 1 FROM edges e "
+            "JOIN fragments c ON c.space = e.space AND c.id = e.target WHERE e.space = f.space "
+            "AND e.source = f.id AND e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
+            "ORDER BY f.importance DESC, f.relevance_score DESC LIMIT %(k)s",
+            {"s": self.space, "p": project, "k": min(limit, scan)})
+        return [(row_to_fragment(r), 0, 0) for r in rows]
+
+    def authors(self, ids: Sequence[str]) -> dict[str, str]:
+        """The role that wrote each fragment (absent: no such fragment in the space)."""
+        if not ids:
+            return {}
+        rows = self._all("SELECT id, author FROM fragments WHERE space = %s AND id = ANY(%s)",
+                         (self.space, list(ids)))
+        return {r[0]: str(r[1]) for r in rows}
+
+    def role(self) -> str:
+        """The role this client connects as."""
+        return str(self._one("SELECT current_user"))
+
+    def may_remove(self, fid: str) -> bool:
+        """Whether this role may take a fragment out of the space (issue 29: its author, the
+        space's owners, or the hub's admin). The database lets any writing member delete; this
+        is the rule Lore's commands keep."""
+        row = self._one(  # None: no such fragment
+            "SELECT f.author = current_user OR EXISTS (SELECT 1 FROM space_members m WHERE "
+            "m.space = f.space AND m.role = current_user::text::regrole AND m.level = 'owner') OR "
+            "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
+            "FROM fragments f WHERE f.space = %s AND f.id = %s", (self.space, fid))
+        return bool(row)
