@@ -65,13 +65,22 @@ class Member:
     def mcp_server(self) -> Iterator[None]:
         """The member's MCP server, started as Claude Code starts it (in the repository,
         through scripts/lore-launch), until its model is warm; stopped by closing its stdin."""
-        log = self.home / "logs" / "server.log"
+        # The session's memory service logs to service.log; an in-process server (the
+        # fallback, LORE_SERVICE=off) to server.log.
+        logs = [self.home / "logs" / "service.log", self.home / "logs" / "server.log"]
         proc = subprocess.Popen([str(ROOT / "scripts" / "lore-launch"), "mcp"], env=self.env,
                                 cwd=self.repo, stdin=subprocess.PIPE,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Claude Code's first message: the front starts the memory service on it.
+        hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "team-e2e", "version": "0"}}}
+        proc.stdin.write(json.dumps(hello).encode() + b"\n")  # type: ignore[union-attr]
+        proc.stdin.flush()  # type: ignore[union-attr]
         try:
             ready = "warm in" if self.name == "eve" else "warm for the per-prompt notes"
-            assert wait_for(lambda: log.exists() and ready in log.read_text(), 120)
+            assert wait_for(lambda: any(log.exists() and ready in log.read_text() for log in logs),
+                            120)
             yield
         finally:
             proc.stdin.close()  # type: ignore[union-attr]

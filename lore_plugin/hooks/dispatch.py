@@ -214,7 +214,9 @@ def prompt_output(raw: bytes, env: dict[str, str]) -> str | None:
         return None
     from .user_prompt import prompt_context
 
-    context = prompt_context(prompt, session, values["home"], values["db_path"])
+    cwd = data.get("cwd")
+    context = prompt_context(prompt, session, values["home"], values["db_path"],
+                             cwd=cwd if isinstance(cwd, str) else None)
     if not context:
         return None
     import json

@@ -78,13 +78,16 @@ def by_keywords(db_path: str, prompt: str, seen: set[str]) -> dict:
 
 
 def prompt_context(prompt: str, session: str, home: str, db_path: str,
-                   timeout: float = SOCKET_TIMEOUT) -> str | None:
+                   timeout: float = SOCKET_TIMEOUT, cwd: str | None = None) -> str | None:
     """The additionalContext for this prompt, or None when nothing strong and new matches."""
     from ..recall.prompt_socket import ask
 
     prompt = prompt[:MAX_PROMPT]  # the rest would only cost time (prompt_recall searches no more)
     seen = seen_ids(home, session)
-    answer = ask(home, db_path, {"prompt": prompt, "seen": sorted(seen)}, timeout)
+    # The folder: the memory service serves every session, and ranks for this one's project
+    # and reads this repository's team space.
+    request = {"prompt": prompt, "seen": sorted(seen), "cwd": cwd}
+    answer = ask(home, db_path, request, timeout)
     if answer is None or answer.get("busy"):
         answer = by_keywords(db_path, prompt, seen)
     text, ids = answer.get("context"), answer.get("ids")

@@ -105,6 +105,8 @@ class Front:
         try:
             if self.client.usable:
                 self.client.ready()
+                # Its repository's team space (issue 29) opens now, not at the first prompt.
+                self.client.request("open", {"cwd": os.getcwd()})
         except Exception as exc:  # the first call tries again, or falls back
             log.info("memory service not started at initialize: %s", exc)
 

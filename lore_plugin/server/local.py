@@ -9,10 +9,10 @@ import threading
 from typing import Any
 
 from ..recall.memory import Memory
-from ..recall.prompt_recall import open_socket
 from ..service import spaced
 from ..service.answers import run_tool
 from ..service.engine import Service
+from .team import open_socket  # with the repository's team space, if it shares
 
 
 class Local:

@@ -1,5 +1,5 @@
-"""The server's team space (issue 29): when the server's repository shares into one
-(core/teamconfig.py), the per-prompt notes also come from it (recall/team_notes.py)."""
+"""The in-process server's team space (issue 29): when the server's repository shares into
+one (core/teamconfig.py), the per-prompt notes also come from it (recall/team_notes.py)."""
 
 from __future__ import annotations
 
@@ -11,30 +11,10 @@ from collections.abc import Callable
 from ..core.config import Settings
 from ..recall import prompt_recall
 from ..recall.memory import Memory
-from ..recall.team_notes import PromptVector, TeamNotes, answer_with_team
+from ..recall.team_notes import answer_with_team
+from ..service.team import team_notes
 
 log = logging.getLogger("lore.server")
-
-
-def team_notes(settings: Settings, cwd: str, memory: Memory,
-               warm: threading.Event | None = None) -> TeamNotes | None:
-    """The team space of the repository at `cwd`, opening in the background; None when the
-    repository shares nothing."""
-    from ..core.teamconfig import team_space
-
-    space, warnings = team_space(settings.hub_url, settings.share_overrides, cwd)
-    for warning in warnings:
-        log.warning("%s", warning)
-    if space is None:
-        return None
-    from ..capture.hub_link import open_memory
-
-    if memory.embedder is not None:  # one embedding of each prompt for both memories
-        memory.embedder = PromptVector(memory.embedder)
-    notes = TeamNotes(space, lambda: open_memory(settings, space, memory.embedder,
-                                                 memory.clock, memory.project), warm)
-    notes.open_soon()
-    return notes
 
 
 def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,

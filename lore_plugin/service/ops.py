@@ -8,10 +8,15 @@ import os
 import time
 from typing import Any
 
+from ..core.project import project_key
 from ..recall import render
+from ..recall.memory import Memory
+from ..recall.prompt_recall import answer as answer_prompt
 from ..recall.prompt_recall import serve as serve_prompt
+from ..recall.team_notes import answer_with_team
 from .answers import run_tool
 from .engine import Service, ToolFailure
+from .team import TeamSpaces
 
 
 class Ops:
@@ -19,6 +24,7 @@ class Ops:
         self.engine, self.version = engine, version
         self.started = time.monotonic()
         self.answered = 0
+        self.teams = TeamSpaces(engine.settings, engine.memory, engine.warm)  # issue 29
 
     def answer(self, op: str, args: dict[str, Any], project: str | None,
                request: dict[str, Any]) -> dict[str, Any]:
@@ -26,12 +32,32 @@ class Ops:
         if op == "tool":
             return run_tool(self.engine, str(args.get("name", "")), args.get("arguments"), project)
         if op == "prompt":  # the hook's request itself carries the prompt and the seen ids
-            return serve_prompt(self.engine.lock, self.engine.memory, self.engine.warm, request)
+            return self.prompt(request)
+        if op == "open":  # a session's front, at its start: warm its repository's team space
+            self.teams.for_folder(args.get("cwd"))
+            return {"ok": True}
         if op == "recall":
             return self.recall(args, project)
         if op == "status":
             return self.status()
         return {"error": f"unknown op {op!r}"}
+
+    def prompt(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The per-prompt notes, ranked for the session's own project and with its
+        repository's team notes: the hook's request names its folder (`cwd`)."""
+        cwd = request.get("cwd")
+        project = project_key(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
+        team = self.teams.for_folder(cwd)
+
+        def answering(memory: Memory, req: dict, warm: bool) -> dict:
+            if project is not None:  # under the service's lock, as every call sets it
+                memory.project = project
+            if team is not None:
+                return answer_with_team(memory, team, req, warm)
+            return answer_prompt(memory, req, warm)
+
+        return serve_prompt(self.engine.lock, self.engine.memory, self.engine.warm, request,
+                            answering)
 
     def recall(self, args: dict[str, Any], project: str | None) -> dict[str, Any]:
         """`lore recall QUERY`: the text the command prints, from the warm model and index."""
