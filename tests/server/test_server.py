@@ -71,7 +71,8 @@ def model_dir() -> Path:
 
 
 @asynccontextmanager
-async def running(db: Path, cwd: Path, model_dir: Path, path: str) -> AsyncIterator[Running]:
+async def running(db: Path, cwd: Path, model_dir: Path, path: str = "service"
+                  ) -> AsyncIterator[Running]:
     """`path`: "service" (the thin front and the home's memory service, stopped when the
     last front using it ends) or "in-process" (the SDK server, LORE_SERVICE=off)."""
     home = db.parent / "home"
