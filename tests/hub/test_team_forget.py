@@ -108,3 +108,13 @@ def test_a_deletion_in_a_personal_space_is_not_journaled(team: TeamHub) -> None:
         assert mine.journal() == []
     finally:
         mine.close()
+
+
+def test_the_admin_can_still_drop_a_space_with_its_fragments(team: TeamHub) -> None:
+    owner = HubStore(team.urls["owner"], team.space)
+    _add(owner, "Goes with its space")
+    owner.close()
+    with psycopg.connect(team.admin, autocommit=True) as su:  # the cascade journals nothing
+        assert su.execute("DELETE FROM spaces WHERE name = %s", (team.space,)).rowcount == 1
+        assert su.execute("SELECT count(*) FROM curation_journal WHERE space = %s",
+                          (team.space,)).fetchone()[0] == 0
