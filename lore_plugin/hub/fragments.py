@@ -19,6 +19,7 @@ from ..safety.redact import redact
 from ..store.connection import new_id
 from ..store.rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
 from .dates import Dates
+from .errors import HubAccessDenied
 from .tree import Tree
 from .vectors import Vectors
 
@@ -189,5 +190,11 @@ class Fragments(Tree, Vectors, Dates):
             self.reparent_children(fid, parent, now)
             self._run("UPDATE fragments SET superseded_by = NULL WHERE space = %s AND "
                       "superseded_by = %s", (self.space, fid))
-            self._run("DELETE FROM fragments WHERE space = %s AND id = %s", (self.space, fid))
+            gone = self._run("DELETE FROM fragments WHERE space = %s AND id = %s",
+                             (self.space, fid))
+            # Row-level security filters a delete it refuses (the fragment is another
+            # member's, forget_sql.py): raising rolls the moves above back with it.
+            if not gone and self.has_fragment(fid):
+                raise HubAccessDenied(f"only its author or an owner of space '{self.space}' "
+                                      f"may delete fragment {fid[:8]}")
         self._atomic(work)

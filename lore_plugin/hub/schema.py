@@ -9,6 +9,7 @@ space: the same local fragment pushed to two spaces keeps its id in both."""
 from __future__ import annotations
 
 from .access_sql import MIGRATION as TEAM_ACCESS
+from .forget_sql import MIGRATION as TEAM_FORGET
 
 VERSION_TABLE = "lore_schema"
 MIGRATE_LOCK = 0x4C4F5245_0001  # pg_advisory_xact_lock key: "LORE", schema migrations
@@ -156,6 +157,8 @@ MIGRATIONS: list[str] = [
     """,
     # 2: team spaces enforced by the database: members, row-level security, provenance
     TEAM_ACCESS,
+    # 3: forgetting a team fragment: its author or an owner only, journaled by the database
+    TEAM_FORGET,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

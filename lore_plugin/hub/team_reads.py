@@ -43,8 +43,8 @@ class TeamReads(HubConnection):
 
     def may_remove(self, fid: str) -> bool:
         """Whether this role may take a fragment out of the space (issue 29: its author, the
-        space's owners, or the hub's admin). The database lets any writing member delete; this
-        is the rule Lore's commands keep."""
+        space's owners, or the hub's admin): the rule the database enforces on delete
+        (forget_sql.py), asked first so `lore unshare` refuses before it copies anything."""
         row = self._one(  # None: no such fragment
             "SELECT f.author = current_user OR EXISTS (SELECT 1 FROM space_members m WHERE "
             "m.space = f.space AND m.role = current_user::text::regrole AND m.level = 'owner') OR "
