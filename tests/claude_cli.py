@@ -98,6 +98,7 @@ def claude_env(home: Path, **extra: str | os.PathLike[str] | None) -> dict[str, 
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
         DISABLE_AUTOUPDATER="1",
         CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL="1",
+        LORE_SERVICE_IDLE="60",  # a memory service the plugin's MCP front starts ends soon
     )
     for key, value in extra.items():
         if value is None:

@@ -416,6 +416,7 @@ def test_the_memory_command_hands_claude_the_url_of_a_viewer_it_started(tmp_path
     from tests.claude_cli import claude_binary, claude_env
     from tests.conftest import ROOT
     from tests.fake_anthropic import FakeAnthropic, text_reply
+    from tests.service_running import stop_service
 
     bodies: list[str] = []
 
@@ -445,6 +446,7 @@ def test_the_memory_command_hands_claude_the_url_of_a_viewer_it_started(tmp_path
         assert client.get("/").status_code == 200
     finally:
         os.kill(running["pid"], signal.SIGTERM)
+        stop_service(lore)  # the memory service the session's MCP front started
 
 
 def test_a_viewer_left_unused_stops_by_itself_and_removes_its_url(tmp_path):
