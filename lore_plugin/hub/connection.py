@@ -120,6 +120,7 @@ class HubConnection:
     @contextlib.contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[Any]]:
         conn = getattr(self._local, "conn", None)
+        joined = conn is not None  # inside write(): a lost connection is the transaction's
         try:
             if conn is not None:
                 with conn.cursor() as cur:
@@ -130,6 +131,8 @@ class HubConnection:
         except psycopg.errors.InsufficientPrivilege as exc:  # row-level security said no
             raise access_denied(exc, self.space) from None
         except (psycopg.OperationalError, PoolTimeout) as exc:
+            if joined:
+                raise  # write() says that nothing of the transaction was kept
             raise HubUnavailable(f"the hub at {bootstrap.display(self.url)} is unreachable: "
                                  f"{bootstrap._first_line(exc)}") from exc
 
