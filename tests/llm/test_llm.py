@@ -53,7 +53,7 @@ ANSWER = {
                     "summary": "SQLite via apsw",
                     "importance": "medium",
                     "facts": [{"summary": "Lore stores memory in SQLite", "importance": "high",
-                               "basis": "stated"}],
+                               "basis": "stated", "scope": "project"}],
                 }
             ],
         }
