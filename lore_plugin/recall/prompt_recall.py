@@ -195,19 +195,28 @@ def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = N
     (or the paths already read, `where`), each item carries its path."""
     lines: list[str] = []
     ids: list[str] = []
-    room = budget
     if where is None:
         where = paths(store, frags) if store is not None and frags else {}
+    own = where
+    fill(frags, lambda frag, room: item_line(frag, room, own.get(frag.id, "")), lines, ids,
+         budget)
+    if not lines:
+        return None, []
+    return render.recalled("\n".join(lines), NOTICE), ids
+
+
+def fill(frags: list[Fragment], line_for: Callable[[Fragment, int], str | None],
+         lines: list[str], ids: list[str], room: int) -> int:
+    """Appends one line per fragment, best first, while each fits in `room` characters (the
+    first that does not ends it); returns the room left."""
     for frag in frags:
-        line = item_line(frag, room, where.get(frag.id, ""))
+        line = line_for(frag, room)
         if line is None:
             break
         lines.append(line)
         ids.append(frag.id)
         room -= len(line) + 1
-    if not lines:
-        return None, []
-    return render.recalled("\n".join(lines), NOTICE), ids
+    return room
 
 
 def answer(memory: Memory, request: dict, warm: bool) -> dict:

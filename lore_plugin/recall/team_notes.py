@@ -173,22 +173,12 @@ def answer_with_team(memory: Memory, team: TeamNotes, request: dict, warm: bool)
     own_frags = list(memory.reader.get_many(own["ids"]).values()) if own["ids"] else []
     lines: list[str] = []
     ids: list[str] = []
-    room = pr.BUDGET
     where = pr.paths(memory.reader, own_frags) if own_frags else {}
-    for frag in own_frags:
-        line = pr.item_line(frag, room, where.get(frag.id, ""))
-        if line is None:
-            break
-        lines.append(line)
-        ids.append(frag.id)
-        room -= len(line) + 1
-    for frag, author in notes:
-        line = team_line(frag, author, room)
-        if line is None:
-            break
-        lines.append(line)
-        ids.append(frag.id)
-        room -= len(line) + 1
+    room = pr.fill(own_frags, lambda frag, room: pr.item_line(frag, room, where.get(frag.id, "")),
+                   lines, ids, pr.BUDGET)
+    authors = {frag.id: author for frag, author in notes}
+    pr.fill([frag for frag, _ in notes], lambda frag, room: team_line(frag, authors[frag.id], room),
+            lines, ids, room)
     if not lines:
         return own
     return {"context": render.recalled("\n".join(lines), pr.NOTICE), "ids": ids,
