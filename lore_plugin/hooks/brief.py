@@ -69,11 +69,6 @@ def knowledge_items(reader: Store, project: str | None, space: str = "local"
     return items
 
 
-def knowledge_lines(reader: Store, project: str | None) -> list[str]:
-    """One line per item, id and source included, best first."""
-    return [line for _, _, line in knowledge_items(reader, project)]
-
-
 def topic_lines(memory: Memory, project: str | None) -> list[str]:
     """This project's topics and those of no project, each with its one-line description."""
     found = memory.topics(limit=TOPICS * 3)

@@ -5,7 +5,6 @@ The same walks as store/hierarchy.py, bounded the same way against damaged graph
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..core.errors import InvalidInput
 from ..core.types import Edge
@@ -142,7 +141,3 @@ class Tree(HubConnection):
                 else:
                     self.link(new_parent, child, "hierarchical", 1.0, now)
         return len(children)
-
-    def _edge_rows(self, edges: Sequence[dict[str, Any]]) -> list[tuple[Any, ...]]:
-        return [(self.space, e["id"], e["source"], e["target"], e["kind"], e["weight"],
-                 e["created_at"]) for e in edges]
