@@ -35,7 +35,10 @@ def run(args: list[str], env: dict, stdin: bytes = b"") -> subprocess.CompletedP
 def open_to_others(root: Path) -> list[str]:
     found = []
     for path in [root, *root.rglob("*")]:
-        mode = os.lstat(path).st_mode
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:  # a WAL or lock file a background process just removed
+            continue
         if not stat.S_ISLNK(mode) and mode & 0o077:
             found.append(f"{path.relative_to(root)} {stat.filemode(mode)}")
     return found
