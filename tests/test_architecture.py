@@ -42,7 +42,8 @@ LAYERS = {
     "hooks": ENGINE | {"consolidation", "maintenance", "service"},
     "server": ENGINE | {"consolidation", "maintenance", "service"},
     "web": ENGINE | {"consolidation", "maintenance", "service"},
-    "worker": ENGINE | {"consolidation", "maintenance"},
+    # The worker asks the memory service for a brief's hub part (service/spaces_brief.refresh).
+    "worker": ENGINE | {"consolidation", "maintenance", "service"},
     "cli": ENGINE | {"consolidation", "maintenance", "server", "web", "worker", "service"},
 }
 SURFACES = {"hooks", "server", "web", "worker", "cli"}

@@ -5,68 +5,21 @@ topics with what each is about, plus anything the user must fix; at most
 from __future__ import annotations
 
 from ..core.config import Settings
-from ..core.types import Fragment
-from ..recall.render import RECALLED_NOTICE, clip, plural, recalled, short_id, source_label
+from ..recall.brief_items import knowledge_items, trusted_for_brief
+from ..recall.render import RECALLED_NOTICE, clip, plural, recalled, short_id
 from ..safety.frame import neutralise
 
 TYPE_CHECKING = False  # not typing's: the brief runs in a hook
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..recall.memory import Memory
-    from ..store import Store
 
 TOPICS = 8
-CANDIDATES = 100  # knowledge rows read, the most important first; the brief shows a dozen
-ITEM_CHARS = 160  # one knowledge line's text
 TOPIC_CHARS = 110  # one topic line's name and description
 KNOWLEDGE_SHARE = 2 / 3  # of the room left after the tail and the recurring failures
-USER_SOURCES = ("user", "remember", "viewer")  # the user's own words
 HOW_TO = ("For more, call query_memory(topic, depth=1), then traverse_memory(id, 'children') "
           "to drill down; store_memory records new decisions.")
-
-
-def trusted_for_brief(frag: Fragment) -> bool:
-    """The brief is read before the user says anything, so it holds only knowledge the user
-    stands behind: what an agent stored on its own or the extractor inferred stays out until
-    the user confirms it or a later conversation restates it."""
-    return frag.confirmed_at is not None or (frag.source != "agent" and frag.basis != "inferred")
-
-
-def rank(frag: Fragment, recalled_times: int, used_times: int, project: str | None) -> float:
-    """Which knowledge the brief shows first. What the user stated or confirmed (conventions,
-    decisions, commands, preferences, gotchas) leads, then importance and relevance; a note
-    the assistant kept using after recalls gains, one it kept ignoring loses; this project's
-    own knowledge goes before knowledge of no project."""
-    score = frag.importance + 0.2 * min(frag.relevance_score, 1.0)
-    if frag.basis == "stated" or frag.source in USER_SOURCES or frag.confirmed_at is not None:
-        score += 0.5
-    if recalled_times >= 3:
-        score += 0.3 * used_times / recalled_times - (0.2 if not used_times else 0.0)
-    if project is not None and frag.project == project:
-        score += 0.1
-    return score
-
-
-def _label(frag: Fragment, project: str | None, space: str = "local") -> str:
-    cross = ", cross-project" if project is not None and frag.project is None else ""
-    where = f", space: {space}" if space != "local" else ""  # a hub space is named
-    return f"from: {source_label(frag)}{cross}{where}"
-
-
-def knowledge_items(reader: Store, project: str | None, space: str = "local"
-                    ) -> list[tuple[float, str, str]]:
-    """(rank, id, line) per item of one space, best first."""
-    rows = reader.knowledge_of(project, CANDIDATES)
-    kept = [(rank(f, r, u, project), f) for f, r, u in rows if trusted_for_brief(f)]
-    kept.sort(key=lambda pair: pair[0], reverse=True)
-    items = []
-    for score, f in kept:
-        text = f.summary
-        if f.content and f.content.strip() != f.summary.strip():
-            text += " — " + f.content
-        # Neutralised before it is measured: the frame's own pass then never lengthens it.
-        items.append((score, f.id, f"- [{short_id(f.id)}] {clip(neutralise(text), ITEM_CHARS)} "
-                                   f"({_label(f, project, space)})"))
-    return items
 
 
 def topic_lines(memory: Memory, project: str | None) -> list[str]:
@@ -95,9 +48,10 @@ def fill(lines: list[str], room: int) -> list[str]:
     return taken
 
 
-def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None = None
-                  ) -> str | None:
-    """The brief; `notes` (said once, like unread history) always fit in it."""
+def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None = None,
+                  refresh: Callable[[], None] | None = None) -> str | None:
+    """The brief; `notes` (said once, like unread history) always fit in it. `refresh`
+    (the hook's) starts a detached read of the hub part when no memory service answered."""
     from ..capture.patterns import brief_lines
     from ..core.project import project_key
     from ..maintenance.status import problems
@@ -111,9 +65,9 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
     project = project_key(cwd) if cwd else None
     warnings: list[str] = []
     items: list[tuple[float, str, str]] = []
-    from .team_brief import team_lines
+    from .brief_spaces import hub_part
 
-    team_read = team_lines(settings, cwd, project)  # issue 29: started now, read below
+    hub_read = hub_part(settings, cwd, project, refresh)  # issues 28, 29: asked now, read below
     if settings.db_path.exists():
         memory = Memory(settings.db_path, None, project=project)
         try:
@@ -127,13 +81,16 @@ def session_brief(settings: Settings, cwd: str | None, notes: list[str] | None =
             memory.close()
     else:
         warnings = problems(settings)
-    if settings.hub_url:  # the hub spaces' knowledge, named, within a deadline
-        from .brief_spaces import hub_knowledge
-
-        items, missed = hub_knowledge(settings, project, items, knowledge_items)
-        notes = [*(notes or []), *missed]
+    hub = hub_read()  # the hub spaces' knowledge, named, and the team's, within a deadline
+    notes = [*(notes or []), *hub.notes]
+    seen = {fid for _, fid, _ in items}  # a pushed or pulled fragment is in two spaces
+    for item in hub.items:
+        if item[1] not in seen:
+            seen.add(item[1])
+            items.append(item)
+    items.sort(key=lambda item: item[0], reverse=True)
     known = [line for _, _, line in items]
-    team = team_read()  # issue 29: the repository's team space, read meanwhile
+    team = hub.team
     heads = {line.split("]")[0] for line in team}  # a team note is shown once, with its author
     known = [line for line in known if line.split("]")[0] not in heads]
     tail = [f"Lore needs attention: {clip('; '.join(warnings), 500)}"] if warnings else []

@@ -1,6 +1,14 @@
-"""The brief's knowledge from the hub spaces (issue 28), named by space and ranked with the
-local file's, read within HUB_DEADLINE: SessionStart must return within its budget whatever
-the hub does, so a space that has not answered by then is left out and named instead."""
+"""The brief's hub part (issues 28, 29): the knowledge of the hub spaces the user reads, named
+by space, and the team space of the session's repository, each line with its author.
+
+The hook never opens PostgreSQL itself (the driver's import and a connection cost 0.45 s of a
+150 ms budget). It asks the running memory service (service/spaces_brief.py), which keeps the
+connections open, on a thread started before the local file is read, and waits for it until
+SERVICE_WAIT after that start. When no service answers, the part last read for this project
+(recall/spaces_cache.py, owner-only, written by the service) is shown with its age, and a
+detached job (the worker's `spaces-brief`) starts the service and reads the hub for the next
+brief; with no cache either, the brief says the hub part is not ready. So a hub that is down
+or slow costs the hook at most SERVICE_WAIT, and never the connect timeout."""
 
 from __future__ import annotations
 
@@ -10,76 +18,107 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.config import Settings
+from ..recall import spaces_cache
+from ..recall.render import clip
+from ..safety.frame import neutralise
 
-Item = tuple[float, str, str]  # (rank, id, line), as brief.knowledge_items gives
-Items = Callable[[Any, str | None, str], list[Item]]
+Item = tuple[float, str, str]  # (rank, id, line), as recall.brief_items.knowledge_items gives
+SERVICE_WAIT = 0.3  # seconds from the hook's question; the service itself waits 0.12 s
+NOT_READY = ("Lore hub spaces' knowledge is not in this brief yet: the memory service that "
+             "reads them is starting; the next session's brief has it.")
 
-HUB_DEADLINE = 1.0  # seconds for every hub space together
+
+class HubPart:
+    """What the brief adds: hub items to rank with the local ones, the team's lines (its
+    heading first), and notes for the brief's tail (what is stale or missing, and why)."""
+
+    def __init__(self, items: list[Item] | None = None, team: list[str] | None = None,
+                 notes: list[str] | None = None) -> None:
+        self.items, self.team, self.notes = items or [], team or [], notes or []
 
 
-def _read(settings: Settings, space: str, project: str | None, items_of: Items,
-          out: dict[str, list[Item] | str]) -> None:
+def _ago(at: float) -> str:
+    minutes = max(0, int((time.time() - at) // 60))
+    if minutes < 1:
+        return "less than a minute ago"
+    if minutes < 120:
+        return f"{minutes} min ago"
+    return f"{minutes // 60} h ago" if minutes < 2880 else f"{minutes // 1440} days ago"
+
+
+def _ask(settings: Settings, cwd: str | None, answer: list[dict[str, Any]]) -> None:
     try:
-        from ..capture.hub_link import open_store
+        from ..recall.prompt_socket import exchange
+        from ..service.client import announced
+        from ..service.protocol import PROTOCOL, plugin_version
 
-        store = open_store(settings, space)
-        try:
-            if not hasattr(store, "knowledge_of"):
-                store = _KnowledgeOf(store)  # type: ignore[assignment]
-            out[space] = items_of(store, project, space)
-        finally:
-            store.close()
-    except Exception as exc:  # any failure is a space not reached, never a failed hook
-        out[space] = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
-
-
-def hub_knowledge(settings: Settings, project: str | None, local: list[Item], items_of: Items
-                  ) -> tuple[list[Item], list[str]]:
-    """(every item, local and hub, best first, each id once; notes on spaces not reached)."""
-    out: dict[str, list[Item] | str] = {}
-    threads = [threading.Thread(target=_read, args=(settings, space, project, items_of, out),
-                                daemon=True, name=f"lore-brief-{space}")
-               for space in settings.hub_spaces]
-    for thread in threads:
-        thread.start()
-    deadline = time.monotonic() + HUB_DEADLINE
-    for thread in threads:  # daemon threads: a hung connect does not hold the hook's exit
-        thread.join(timeout=max(deadline - time.monotonic(), 0.0))
-    items, notes, seen = list(local), [], {fid for _, fid, _ in local}
-    for space in settings.hub_spaces:
-        found = out.get(space)
-        if isinstance(found, list):
-            items += [item for item in found if item[1] not in seen]
-            seen |= {fid for _, fid, _ in found}
-        else:
-            why = found or f"no answer within {HUB_DEADLINE:g} s"
-            notes.append(f"Lore hub space {space} not reached, its knowledge is not in this "
-                         f"brief: {why[:200]}")
-    items.sort(key=lambda item: item[0], reverse=True)
-    return items, notes
+        info = announced(str(settings.home), str(settings.db_path))
+        if info is None or info.get("protocol") != PROTOCOL:
+            return
+        found = exchange(info, {"protocol": PROTOCOL, "version": plugin_version(),
+                                "op": "spaces_brief", "args": {"cwd": cwd}},
+                         time.monotonic() + SERVICE_WAIT)
+        if found is not None and spaces_cache.valid(found) is not None:
+            answer.append(found)
+    except Exception:  # noqa: BLE001 - no service, a dead one, a garbled answer: the cache
+        pass
 
 
-class _KnowledgeOf:
-    """ADAPTER, to drop once HubStore offers `knowledge_of` (store/hierarchy.py's brief
-    query): the same rows from methods the hub has, the most relevant topics' live facts
-    and details of `project` or of no project, at most SCAN fragments read."""
+def hub_part(settings: Settings, cwd: str | None, project: str | None,
+             refresh: Callable[[], None] | None = None) -> Callable[[], HubPart]:
+    """Starts asking the service now; what it returns gives the part, by SERVICE_WAIT.
+    `refresh` (the hook's: a detached job) is called when no service answered."""
+    if not settings.hub_url:
+        return HubPart
+    answer: list[dict[str, Any]] = []
+    asking = threading.Thread(target=_ask, args=(settings, cwd, answer), daemon=True,
+                              name="lore-brief-hub")
+    started = time.monotonic()
+    asking.start()
 
-    TOPICS, SCAN = 30, 600
+    def collect() -> HubPart:
+        asking.join(max(SERVICE_WAIT - (time.monotonic() - started), 0.0))
+        if answer:
+            return _part(answer[0])
+        cached = spaces_cache.read(str(settings.home), project)
+        if refresh is not None:
+            try:
+                refresh()
+            except Exception:  # noqa: BLE001 - best effort: the next session tries again
+                pass
+        if cached is None:
+            return HubPart(notes=[NOT_READY])
+        part = _part(cached)
+        ages = [p["at"] for p in [*cached.get("hub", {}).values(), cached.get("team") or {}]
+                if "at" in p]
+        when = _ago(min(ages)) if ages else "an earlier session"
+        part.notes.insert(0, f"Lore hub spaces' knowledge in this brief was read {when}: the "
+                             "memory service was not running (it is starting now).")
+        return part
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    return collect
 
-    def knowledge_of(self, project: str | None, limit: int) -> list[tuple[Any, int, int]]:
-        ids: list[str] = []
-        for topic in self.store.topic_ids()[:self.TOPICS]:
-            ids += [fid for fid, _ in self.store.descendant_ids(topic, 3)]
-            if len(ids) >= self.SCAN:
-                break
-        found = self.store.get_many(ids[:self.SCAN]).values()
-        kept = [f for f in found if f.depth >= 2 and not f.superseded_by
-                and (f.project == project or f.project is None)]
-        kept.sort(key=lambda f: (f.importance, f.relevance_score), reverse=True)
-        return [(f, 0, 0) for f in kept[:limit]]
 
-    def close(self) -> None:
-        self.store.close()
+def _part(data: dict[str, Any]) -> HubPart:
+    part = HubPart()
+    for space, found in (data.get("hub") or {}).items():
+        part.items += [(float(r), str(i), str(line)) for r, i, line in found.get("items", [])]
+        why = found.get("error")
+        if why and "at" in found:
+            part.notes.append(f"Lore hub space {space} did not answer ({clip(why, 160)}); its "
+                              f"knowledge here was read {_ago(found['at'])}.")
+        elif why:
+            part.notes.append(f"Lore hub space {space} not reached, its knowledge is not in "
+                              f"this brief: {clip(why, 200)}")
+    team = data.get("team")
+    if isinstance(team, dict):
+        part.team = [str(line) for line in team.get("lines", [])]
+        why = team.get("error")
+        if why and not part.team:
+            part.team = [f"Team space {team.get('space')} not reached: "
+                         f"{clip(neutralise(str(why)), 160)}"]
+        elif why and "at" in team:
+            part.notes.append(f"Lore team space {team.get('space')} did not answer; its "
+                              f"notes here were read {_ago(team['at'])}.")
+    part.items.sort(key=lambda item: item[0], reverse=True)
+    return part

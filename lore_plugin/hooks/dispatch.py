@@ -258,7 +258,12 @@ def on_session_start(event: HookEvent, settings: Settings) -> str | None:
         return None
     from .brief import session_brief
 
-    return session_brief(settings, event.cwd, [hint] if hint else [])
+    cwd = event.cwd if event.cwd and os.path.isabs(event.cwd) else None
+
+    def refresh() -> None:  # no memory service answered: one reads the hub part for next time
+        start_job(str(settings.home), settings.max_workers, "spaces-brief", *([cwd] if cwd else []))
+
+    return session_brief(settings, event.cwd, [hint] if hint else [], refresh)
 
 
 def run(name: str, raw: bytes, settings: Settings) -> str | None:

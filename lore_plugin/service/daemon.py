@@ -213,7 +213,7 @@ def serve(settings: Any) -> int:
     finally:
         listener.close()
         listener.wait_answered(ANSWER_TIMEOUT)  # the last answers leave before we do
-        daemon.ops.teams.close()
+        daemon.ops.close()
         engine.close()
         log.info("memory service %s stopped (%s)", os.getpid(), daemon.draining or "ended")
     return 0

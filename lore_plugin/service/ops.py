@@ -16,6 +16,7 @@ from ..recall.prompt_recall import serve as serve_prompt
 from ..recall.team_notes import answer_with_team
 from .answers import run_tool
 from .engine import Service, ToolFailure
+from .spaces_brief import WAIT, SpacesBrief
 from .team import TeamSpaces
 
 
@@ -25,6 +26,8 @@ class Ops:
         self.started = time.monotonic()
         self.answered = 0
         self.teams = TeamSpaces(engine.settings, engine.memory, engine.warm)  # issue 29
+        # With a hub: the brief's hub and team parts, read here for the SessionStart hook.
+        self.briefs = SpacesBrief(engine.settings) if engine.settings is not None else None
 
     def answer(self, op: str, args: dict[str, Any], project: str | None,
                request: dict[str, Any]) -> dict[str, Any]:
@@ -35,7 +38,11 @@ class Ops:
             return self.prompt(request)
         if op == "open":  # a session's front, at its start: warm its repository's team space
             self.teams.for_folder(args.get("cwd"))
+            if self.briefs is not None:  # and its brief's hub part, for the next session
+                self.briefs.warm(args.get("cwd"))
             return {"ok": True}
+        if op == "spaces_brief":  # the SessionStart hook's hub and team parts
+            return self.spaces_brief(args)
         if op == "recall":
             return self.recall(args, project)
         if op == "status":
@@ -58,6 +65,19 @@ class Ops:
 
         return serve_prompt(self.engine.lock, self.engine.memory, self.engine.warm, request,
                             answering)
+
+    def spaces_brief(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The brief's hub part for the folder `cwd`; {"hub": {}} without a hub."""
+        if self.briefs is None:
+            return {"hub": {}}
+        wait = args.get("wait", WAIT)
+        wait = float(wait) if isinstance(wait, (int, float)) and wait >= 0 else WAIT
+        return self.briefs.answer(args.get("cwd"), wait)
+
+    def close(self) -> None:
+        self.teams.close()
+        if self.briefs is not None:
+            self.briefs.close()
 
     def recall(self, args: dict[str, Any], project: str | None) -> dict[str, Any]:
         """`lore recall QUERY`: the text the command prints, from the warm model and index."""

@@ -3,6 +3,7 @@ the SessionStart sweep, and consolidation. Started by hooks/dispatch.py; also us
 
     python -m lore_plugin.worker ingest PATH [--session ID]
     python -m lore_plugin.worker sweep [--projects DIR]
+    python -m lore_plugin.worker spaces-brief [CWD]
 """
 
 from __future__ import annotations
@@ -179,6 +180,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep")
     p.add_argument("--projects", type=Path, default=None)
     sub.add_parser("consolidate")
+    p = sub.add_parser("spaces-brief", help="read the hub part of a folder's brief (issue 28)")
+    p.add_argument("cwd", nargs="?", default=None, help="the session's project folder")
     p = sub.add_parser("drain", help="run queued jobs (capture/jobs.py) in a worker slot")
     p.add_argument("--slot-fd", type=int, default=None, help="the inherited slot lock")
     return parser
@@ -194,6 +197,10 @@ def run_job(worker: Worker, settings: Settings, args: argparse.Namespace) -> int
             result = worker.ingest(args.path, args.session, cwd=args.cwd)
         elif args.job == "sweep":
             result = worker.sweep(args.projects or claude_projects_dir())
+        elif args.job == "spaces-brief":  # a brief found no memory service: read for the next
+            from ..service.spaces_brief import refresh
+
+            result = refresh(settings, args.cwd) if settings.hub_url else {"parts": 0}
         else:
             from ..consolidation.schedule import run_if_overdue
 
