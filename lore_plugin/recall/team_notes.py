@@ -106,8 +106,15 @@ class TeamNotes:
             self.memory.close()
             self.memory = None
 
-    def found(self, prompt: str, seen: set[str], warm: bool) -> list[tuple[Fragment, str]]:
-        """(note, its author) for the prompt, best first; [] while the space is not open."""
+    def kept(self, team: Memory, frags: list[Fragment], authors: dict[str, str]
+             ) -> list[Fragment]:
+        """The notes that may be shown: a teammate's only when trusted."""
+        return [f for f in frags if trusted(f)]
+
+    def found(self, prompt: str, seen: set[str], warm: bool, project: str | None = None
+              ) -> list[tuple[Fragment, str]]:
+        """(note, its author) for the prompt, best first; [] while the space is not open.
+        `project`: the asking session's, which the ranking prefers (None keeps the last)."""
         team = self.memory
         if team is None:
             self.open_soon()
@@ -116,13 +123,15 @@ class TeamNotes:
             return []
         started = time.perf_counter()
         try:
+            if project is not None:
+                team.project = project
             # One connection and one snapshot for the whole search: each statement alone
             # would take a pooled connection and check it first, twice the round trips.
             with team.reader.read():  # type: ignore[attr-defined]
                 frags = (pr.strong_by_cosine(team, prompt, seen) if warm
                          else pr.strong_by_words(team.reader, prompt, seen))
-                frags = [f for f in frags if trusted(f)]
                 authors = team.reader.authors([f.id for f in frags])  # type: ignore[attr-defined]
+                frags = self.kept(team, frags, authors)
         except LoreError as exc:  # the hub went away: the member's own notes still come
             log.warning("team space %s: %s", self.space, exc)
             return []

@@ -13,9 +13,11 @@ from ..recall import render
 from ..recall.memory import Memory
 from ..recall.prompt_recall import answer as answer_prompt
 from ..recall.prompt_recall import serve as serve_prompt
+from ..recall.space_notes import answer_with_spaces
 from ..recall.team_notes import answer_with_team
 from .answers import run_tool
 from .engine import Service, ToolFailure
+from .hub_notes import HubNotes
 from .spaces_brief import WAIT, SpacesBrief
 from .team import TeamSpaces
 
@@ -28,6 +30,8 @@ class Ops:
         self.teams = TeamSpaces(engine.settings, engine.memory, engine.warm)  # issue 29
         # With a hub: the brief's hub and team parts, read here for the SessionStart hook.
         self.briefs = SpacesBrief(engine.settings) if engine.settings is not None else None
+        # And the hub spaces the user reads, for the per-prompt notes (issue 28).
+        self.hubs = HubNotes(engine.settings, engine.memory, engine.warm)
 
     def answer(self, op: str, args: dict[str, Any], project: str | None,
                request: dict[str, Any]) -> dict[str, Any]:
@@ -55,10 +59,13 @@ class Ops:
         cwd = request.get("cwd")
         project = project_key(cwd) if isinstance(cwd, str) and os.path.isabs(cwd) else None
         team = self.teams.for_folder(cwd)
+        hubs = self.hubs.for_prompt(team.space if team is not None else None)
 
         def answering(memory: Memory, req: dict, warm: bool) -> dict:
             if project is not None:  # under the service's lock, as every call sets it
                 memory.project = project
+            if hubs:
+                return answer_with_spaces(memory, hubs, team, req, warm, project)
             if team is not None:
                 return answer_with_team(memory, team, req, warm)
             return answer_prompt(memory, req, warm)
@@ -76,6 +83,7 @@ class Ops:
 
     def close(self) -> None:
         self.teams.close()
+        self.hubs.close()
         if self.briefs is not None:
             self.briefs.close()
 
