@@ -144,23 +144,30 @@ def test_a_convention_one_member_states_reaches_the_other_and_no_outsider(team):
     assert wait_for(lambda: workers_idle(alice.home), 120)
 
     # 2. Bob, in his own clone, starts a session: the brief carries it, authored by alice.
+    # Claude Code starts the session's MCP server with its SessionStart hook; the brief's hub
+    # part comes from the memory service that server starts (hooks/brief_spaces.py).
     bobs = bob.transcript("b1b2c3d4-0000-4000-8000-000000000002")
     bobs.user("hello")
-    brief = context(bob.hook("SessionStart", bobs, source="startup"))
+    with bob.mcp_server():
+        # Read once the service has read it (the front's "open" starts that read): the very
+        # first session of a project on a machine has no earlier read to show meanwhile.
+        assert wait_for(lambda: any((bob.home / "briefs").glob("*.json")), 60)
+        brief = context(bob.hook("SessionStart", bobs, source="startup"))
+        note = bob.prompt_notes(QUESTION)
     assert CONVENTION in brief, brief
     assert f"from: {alice.role}, stated" in brief
     assert PRIVATE not in brief  # a personal preference stayed on alice's machine
     assert brief.count("<lore-recalled") == 1 or "recalled" in brief.lower()  # framed as data
-    with bob.mcp_server():
-        note = bob.prompt_notes(QUESTION)
     assert CONVENTION in note and f"from: {alice.role}, stated" in note, note
 
     # 3. Eve is outside the space: her session in the same repository gets none of it.
     eves = eve.transcript("e1b2c3d4-0000-4000-8000-000000000003")
     eves.user("hello")
-    brief = context(eve.hook("SessionStart", eves, source="startup"))
+    with eve.mcp_server():
+        log = eve.home / "logs" / "service.log"
+        assert wait_for(lambda: log.exists() and "brief: team space" in log.read_text(), 60)
+        brief = context(eve.hook("SessionStart", eves, source="startup"))
+        note = eve.prompt_notes(QUESTION)
     assert CONVENTION not in brief and alice.role not in brief
     assert "not reached" in brief  # she is told the space is not hers, not shown it
-    with eve.mcp_server():
-        note = eve.prompt_notes(QUESTION)
     assert CONVENTION not in note
