@@ -126,6 +126,12 @@ def main() -> None:
                                        "to_brief_s": to_brief, "brief_hook_s": brief_hook})
         print(f"load average at the end: {os.getloadavg()[0]:.1f}; {machine()}")
     finally:
+        for who in ("one", "two"):  # a memory service a hook's job started for the brief
+            info = folder / who / "lore" / "run" / "service.json"
+            try:
+                os.kill(int(json.loads(info.read_text())["pid"]), 15)
+            except (OSError, ValueError, KeyError):
+                pass
         dev.stop(folder / "hub")
         shutil.rmtree(folder, ignore_errors=True)
 
