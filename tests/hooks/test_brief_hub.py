@@ -195,3 +195,20 @@ def test_a_space_that_stops_answering_is_served_from_its_last_read_and_named(
     assert part["error"].startswith("no answer within") and part["items"]  # the last read
     brief = session_brief(replace(settings, hub_url=silent_hub), str(project))
     assert HUB_FACT in brief  # no service in this process: the cache, with its age
+
+
+def test_a_damaged_cache_reads_as_none_and_the_brief_says_the_hub_part_is_not_ready(
+        tmp_path: Path, silent_hub) -> None:
+    project = tmp_path / "shop"
+    project.mkdir()
+    settings = replace(Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home"),
+                       hub_url=silent_hub, hub_space="personal")
+    cache = Path(spaces_cache.cache_path(str(settings.home), project_key(str(project))))
+    cache.parent.mkdir(parents=True)
+    for garbage in (b"\x00\xff not json", b'{"hub": {"personal": {"items": [[1, 2]]}}}',
+                    b'{"hub": [], "team": 3}', b"[]"):
+        cache.write_bytes(garbage)
+        started = time.monotonic()
+        brief = session_brief(settings, str(project))
+        assert brief is not None and NOT_READY in brief, garbage
+        assert time.monotonic() - started < 1.0  # no connection tried: the hub is silent
