@@ -79,16 +79,22 @@ def hub_part(settings: Settings, cwd: str | None, project: str | None,
     def collect() -> HubPart:
         asking.join(max(SERVICE_WAIT - (time.monotonic() - started), 0.0))
         if answer:
-            return _part(answer[0])
+            try:
+                return _part(answer[0])
+            except (TypeError, ValueError, AttributeError):  # an answer of another shape
+                pass
         cached = spaces_cache.read(str(settings.home), project)
         if refresh is not None:
             try:
                 refresh()
             except Exception:  # noqa: BLE001 - best effort: the next session tries again
                 pass
-        if cached is None:
+        try:
+            part = _part(cached) if cached is not None else None
+        except (TypeError, ValueError, AttributeError):  # checked on reading; never trusted
+            part = None
+        if part is None or cached is None:
             return HubPart(notes=[NOT_READY])
-        part = _part(cached)
         ages = [p["at"] for p in [*cached.get("hub", {}).values(), cached.get("team") or {}]
                 if "at" in p]
         when = _ago(min(ages)) if ages else "an earlier session"
