@@ -14,6 +14,8 @@ from tests.knowledge_api import conversation_text
 LINE = re.compile(r"\b(stated|observed|inferred)/(project|personal|other|general|unsaid): "
                   r"([^\"\\]+?)(?:\.|\\n|\"|$)")
 
+CORRECTS = re.compile(r"\bcorrects: ([^\"\\]+?) => ([^\"\\]+?)(?:\.|\\n|\"|$)")  # old => new
+
 
 def team_extraction(text: str, tag: str = "") -> dict:
     facts = []
@@ -23,12 +25,15 @@ def team_extraction(text: str, tag: str = "") -> dict:
         if scope != "unsaid":
             fact["scope"] = scope
         facts.append(fact)
+    corrections = [{"old": old.strip(), "new": new.strip() + tag, "topic": "Platform API"}
+                   for old, new in CORRECTS.findall(text)]
     if not facts:
         return {"topics": []}
     return {"topics": [{"name": "Platform API", "summary": "The platform API repository",
                         "importance": "high",
                         "concepts": [{"name": "Conventions", "summary": "How the team works",
-                                      "importance": "high", "facts": facts}]}]}
+                                      "importance": "high", "facts": facts}]}],
+            "corrections": corrections}
 
 
 class TeamModel:
