@@ -77,3 +77,9 @@ class Corrections(HubConnection):
         if not self.unsupersede(found.old_id, found.new_id):
             raise InvalidInput("that fact was changed since; the correction cannot be undone")
         return self.correction(entry)
+
+    def older_versions(self, fid: str) -> list[str]:
+        """The fragments `fid` superseded (the SQLite store's name and meaning)."""
+        return [str(r[0]) for r in self._all(
+            "SELECT id FROM fragments WHERE space = %s AND superseded_by = %s ORDER BY seq",
+            (self.space, fid))]
