@@ -14,8 +14,23 @@ from tests.knowledge_api import conversation_text
 LINE = re.compile(r"\b(stated|observed|inferred)/(project|personal|other|general|unsaid): "
                   r"([^\"\\]+?)(?:\.|\\n|\"|$)")
 
+CORRECTS = re.compile(r"\bcorrects: ([^\"\\]+?) => ([^\"\\]+?)(?:\.|\\n|\"|$)")  # old => new
 
-def team_extraction(text: str, tag: str = "") -> dict:
+
+def known_ids(body: dict) -> list[tuple[str, str]]:
+    """(id, line) of each known fact the request's digest lists."""
+    prompt = "\n".join(
+        m["content"] if isinstance(m["content"], str) else
+        "\n".join(b.get("text", "") for b in m["content"] if isinstance(b, dict))
+        for m in body.get("messages", []))
+    if "<known_facts>" not in prompt:
+        return []
+    block = prompt[prompt.index("<known_facts>"):prompt.index("</known_facts>")]
+    return re.findall(r"^\[(k\d+)\] (.*)$", block, re.M)
+
+
+def team_extraction(text: str, tag: str = "", known: list[tuple[str, str]] | None = None
+                    ) -> dict:
     facts = []
     for basis, scope, said in LINE.findall(text):
         fact = {"summary": said.strip() + tag, "importance": "high", "basis": basis,
@@ -23,12 +38,18 @@ def team_extraction(text: str, tag: str = "") -> dict:
         if scope != "unsaid":
             fact["scope"] = scope
         facts.append(fact)
+    corrections = []
+    for old, new in CORRECTS.findall(text):  # the digest's id of the fact, as a model would
+        said = {"old": old.strip(), "new": new.strip() + tag, "topic": "Platform API"}
+        ids = [k for k, line in known or () if old.strip() in line]
+        corrections.append({**said, "id": ids[0]} if ids else said)
     if not facts:
         return {"topics": []}
     return {"topics": [{"name": "Platform API", "summary": "The platform API repository",
                         "importance": "high",
                         "concepts": [{"name": "Conventions", "summary": "How the team works",
-                                      "importance": "high", "facts": facts}]}]}
+                                      "importance": "high", "facts": facts}]}],
+            "corrections": corrections}
 
 
 class TeamModel:
@@ -41,7 +62,8 @@ class TeamModel:
             return text_reply("ok")
         self.calls += 1
         tag = f" #{self.calls}" if self.tag_requests else ""
-        return tool_reply("record_knowledge", team_extraction(conversation_text(body), tag))
+        return tool_reply("record_knowledge", team_extraction(conversation_text(body), tag,
+                                                              known_ids(body)))
 
 
 def stored(rows: list[dict]) -> dict[str, dict]:

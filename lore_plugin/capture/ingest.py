@@ -169,7 +169,7 @@ class Ingestor:
             budget = self.settings.batch_bytes
             try:  # issue 29: the team's part first, exactly once (capture/team_write.py)
                 extraction = self.team.share(memory, extraction, delta, key,
-                                             session_id or delta.session_id, self.apply)
+                                             session_id or delta.session_id, self.apply, digest)
             except TeamSpaceDown as exc:
                 report.skipped = str(exc)
                 return
@@ -184,7 +184,7 @@ class Ingestor:
         if hasattr(self.llm, "project"):  # the token ledger's project column
             self.llm.project = memory.project
         asked = " ".join(t.text for t in delta.turns if t.role == "user") or text
-        digest = known_facts(memory, asked)
+        digest = self.team.known(memory, delta, asked, known_facts(memory, asked))
         day = time.strftime("%Y-%m-%d", time.gmtime(delta_time(delta, self.clock())))
         extraction = extract_knowledge(
             self.llm, text[:MAX_PROMPT_CHARS], topics_for(memory, delta, text),

@@ -47,9 +47,10 @@ def _day(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
 
 
-def known_facts(memory: Memory, query: str, limit: int = KNOWN_SENT) -> Known:
+def known_facts(memory: Memory, query: str, limit: int = KNOWN_SENT, after: int = 0) -> Known:
     """The live facts most related to `query`, of this project or of none, as digest lines
-    with local ids. Empty when there is nothing to search with."""
+    with local ids (numbered from k{after + 1}, so two digests can be joined). Empty when there
+    is nothing to search with."""
     if not query.strip():
         return Known()
     try:
@@ -65,7 +66,7 @@ def known_facts(memory: Memory, query: str, limit: int = KNOWN_SENT) -> Known:
         if frag.superseded_by or frag.project not in (None, memory.project):
             continue
         path = [store.get(a).summary for a in reversed(store.ancestors(frag.id))]
-        local = f"k{len(ids) + 1}"
+        local = f"k{after + len(ids) + 1}"
         ids[local] = frag.id
         where = " › ".join(_clip(p) for p in [*path, frag.summary])
         lines.append(f"[{local}] {where} ({frag.basis or 'unknown'}, {_day(frag.created_at)})")

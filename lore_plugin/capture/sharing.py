@@ -10,8 +10,11 @@ In a repository that opted in (core/teamconfig.py), a fact is shared only when a
   secret there reaches the answer as a `[REDACTED:...]` or `[PRIVATE]` marker).
 A detail follows the same rule under a shared fact; one that fails it stays local, as a fact
 of the same concept. A topic or concept whose own name or text redaction touched takes all
-its facts local. Corrections, relationships and failures stay local (see README, "Team
-memory": what is left)."""
+its facts local. A correction goes to the team space too when the new fact it states is
+shared (the same words): there it supersedes the teammate's fact it names, if the space holds
+one (capture/ingest.py), and the database records both authors (hub/correct_sql.py); the
+member's own copy of the correction stays local as before. Relationships and failures stay
+local."""
 
 from __future__ import annotations
 
@@ -88,7 +91,10 @@ def split(extraction: Extraction) -> tuple[Extraction, Extraction]:
             shared_topics.append(topic.model_copy(update={"concepts": shared_concepts}))
         if local_concepts or not topic.concepts:
             local_topics.append(topic.model_copy(update={"concepts": local_concepts}))
-    team = Extraction.model_construct(None, topics=shared_topics, corrections=[],
+    said = {f.summary.strip().lower() for t in shared_topics for c in t.concepts
+            for f in c.facts}
+    corrections = [c for c in extraction.corrections if c.new.strip().lower() in said]
+    team = Extraction.model_construct(None, topics=shared_topics, corrections=corrections,
                                       relationships=[], failures=[])
     return team, extraction.model_copy(update={"topics": local_topics})
 

@@ -24,6 +24,7 @@ from ..core.errors import ConfigError, LoreError
 from ..core.teamconfig import team_space
 from ..recall.memory import Memory
 from .extract import Extraction
+from .known import KNOWN_SENT, Known, known_facts
 from .sharing import shared_count, split
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .transcript import Delta
 
 log = logging.getLogger("lore.capture")
+TEAM_KNOWN = KNOWN_SENT // 2  # the team's facts in a digest, beside the member's own
 AUTHOR_KEY = "author"  # metadata: the member's role, until the hub records it itself
 
 
@@ -45,7 +47,7 @@ def member_role(settings: Settings) -> str:
     return user or os.environ.get("PGUSER") or getpass.getuser()
 
 
-Apply = Callable[..., object]  # Ingestor.apply(memory, extraction, delta, key, session, author=)
+Apply = Callable[..., object]  # Ingestor.apply(memory, extraction, delta, key, session, ...)
 
 
 class TeamWriter:
@@ -56,15 +58,40 @@ class TeamWriter:
     def __init__(self, settings: Settings, routes: Routes) -> None:
         self.settings, self.routes = settings, routes
 
-    def share(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
-              session_id: str | None, apply: Apply) -> Extraction:
-        """What is left for `memory` after the shared part went to the team space."""
+    def _space(self, memory: Memory, delta: Delta, warn: bool = True) -> str | None:
+        """The team space this slice's repository shares into, unless there is none or the
+        member routes all of it there already."""
         writing_to = getattr(memory.writer, "space", "local")  # a HubStore knows its space
         space, warnings = team_space(self.settings.hub_url, self.settings.share_overrides,
                                      delta.cwd)
-        for warning in warnings:
+        for warning in warnings if warn else ():
             log.warning("%s", warning)
-        if space is None or space == writing_to:
+        return None if space is None or space == writing_to else space
+
+    def known(self, memory: Memory, delta: Delta, asked: str, own: Known) -> Known:
+        """The member's digest of known facts, joined by the team space's facts most related
+        to the slice (issue 29), so that the extractor skips what the team knows and can name
+        a teammate's fact it corrects by its id. The team's part is best effort: a space that
+        cannot be read now leaves the member's digest as it was (the slice's share, later,
+        decides whether to wait for it)."""
+        space = self._space(memory, delta, warn=False)
+        if space is None:
+            return own
+        try:
+            team = self.routes.memory(space, memory)
+            team.project = memory.project
+            theirs = known_facts(team, asked, limit=TEAM_KNOWN, after=len(own.ids))
+        except Exception as exc:  # noqa: BLE001 - the digest helps; it must not cost the slice
+            log.info("no team facts in the digest (%s): %s", space, exc)
+            return own
+        return Known(own.lines + theirs.lines, {**own.ids, **theirs.ids})
+
+    def share(self, memory: Memory, extraction: Extraction, delta: Delta, key: str,
+              session_id: str | None, apply: Apply, digest: Known | None = None) -> Extraction:
+        """What is left for `memory` after the shared part went to the team space. `digest`
+        names the facts a correction may point at by id (known())."""
+        space = self._space(memory, delta)
+        if space is None:
             return extraction  # not shared, or the member routes all of it there already
         shared, kept = split(extraction)
         if not shared_count(shared):
@@ -77,7 +104,8 @@ class TeamWriter:
                 log.info("%s @%d: already shared into %s", key, delta.start_offset, space)
                 return kept
             team.project = memory.project
-            apply(team, shared, delta, key, session_id, author=member_role(self.settings))
+            apply(team, shared, delta, key, session_id, author=member_role(self.settings),
+                  **({"digest": digest} if digest is not None else {}))
         except (UnknownSpace, HubAccessDenied) as exc:
             # Not a member (or a reader): sharing is not this member's to do, and waiting
             # would stall their own memory for good. Everything stays theirs.

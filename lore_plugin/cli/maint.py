@@ -264,12 +264,39 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    """The local file's fragment; with --space, or when the local file has no such id and this
+    folder's repository shares into a team space, that space's (issue 29)."""
+    from ..core.errors import NotFound
     from ..maintenance.operations import forget
 
-    gone = forget(settings, args.id, args.cascade, time.time())
-    print(f"forgot {len(gone)} fragment(s)" + ("" if args.cascade else
-                                                "; their children moved up to the parent"))
+    space = args.space
+    if space is None:
+        try:
+            gone = forget(settings, args.id, args.cascade, time.time())
+        except NotFound:
+            space = _team_space_here(settings)
+            if space is None:
+                raise
+        else:
+            print(f"forgot {len(gone)} fragment(s)" + (
+                "" if args.cascade else "; their children moved up to the parent"))
+            return 0
+    from ..maintenance.team_forget import forget_in_space
+
+    done = forget_in_space(settings, space, args.id, args.cascade, time.time())
+    print(f"forgot {len(done.ids)} fragment(s) of the team space {done.space} (journaled there)"
+          + ("" if args.cascade else "; their children moved up to the parent")
+          + (f"; {len(done.revived)} teammate's version(s) it had replaced are live again"
+             if done.revived else ""))
     return 0
+
+
+def _team_space_here(settings: Settings) -> str | None:
+    import os
+
+    from ..core.teamconfig import team_space
+
+    return team_space(settings.hub_url, settings.share_overrides, os.getcwd())[0]
 
 
 def cmd_prepare(args: argparse.Namespace, settings: Settings) -> int:
@@ -307,6 +334,7 @@ def add_maint_parsers(sub: argparse._SubParsersAction, commands: dict[str, Handl
     p = sub.add_parser("forget", help="delete a fragment (children move up unless --cascade)")
     p.add_argument("id")
     p.add_argument("--cascade", action="store_true")
+    p.add_argument("--space", help="a team space's fragment (its author or an owner only)")
     sub.add_parser("prepare", help="build the local embedding model now (installing does it)")
     commands.update(ingest=cmd_ingest, pause=cmd_pause, undo=cmd_undo,
                     **{"retry-parked": cmd_retry_parked}, resume=cmd_resume, doctor=cmd_doctor,

@@ -17,6 +17,10 @@ POINTS = ("after-claim", "after-llm", "after-insert", "before-watermark", "after
 # On the group-commit path (recall/group_commit.py): a batch written but not committed, and
 # one committed but not yet answered (tests/recall/test_group_commit.py).
 GROUP_POINTS = ("group-before-commit", "group-after-commit")
+# On `lore unshare` (maintenance/share_moves.py): copied into the local file but still in the
+# team space, and gone from the team space but not yet journaled locally
+# (tests/maintenance/test_unshare_crash.py).
+UNSHARE_POINTS = ("unshare-after-copy", "unshare-after-delete")
 _POINT, _, _NTH = os.environ.get("LORE_CRASH_AT", "").partition(":")
 _left = int(_NTH) if _NTH.isdigit() else 1
 

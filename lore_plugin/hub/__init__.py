@@ -14,6 +14,7 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     keywords     tsvector search on FTS5's scale, query-term statistics
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
+    corrections  a team space's record of supersessions (both authors), and their undo
     transfer     bulk insert keeping ids, export
     dev          a throwaway local server (`lore hub dev`, the tests)"""
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from .bookkeeping import Bookkeeping
 from .connection import DEFAULT_MODEL
+from .corrections import Corrections
 from .errors import (
     HubError,
     HubSchemaTooNew,
@@ -39,7 +41,7 @@ __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnava
            "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
 
 
-class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads):  # TeamReads: issue 29
+class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections):  # issue 29
     """One space of a hub, through a small connection pool (see the modules)."""
 
 

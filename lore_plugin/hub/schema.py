@@ -9,6 +9,7 @@ space: the same local fragment pushed to two spaces keeps its id in both."""
 from __future__ import annotations
 
 from .access_sql import MIGRATION as TEAM_ACCESS
+from .correct_sql import MIGRATION as TEAM_CORRECT
 from .forget_sql import MIGRATION as TEAM_FORGET
 
 VERSION_TABLE = "lore_schema"
@@ -159,6 +160,8 @@ MIGRATIONS: list[str] = [
     TEAM_ACCESS,
     # 3: forgetting a team fragment: its author or an owner only, journaled by the database
     TEAM_FORGET,
+    # 4: one member correcting another's fact: recorded with both authors, undoable by any
+    TEAM_CORRECT,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

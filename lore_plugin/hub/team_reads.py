@@ -51,3 +51,13 @@ class TeamReads(HubConnection):
             "(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) "
             "FROM fragments f WHERE f.space = %s AND f.id = %s", (self.space, fid))
         return bool(row)
+
+    def authored(self, limit: int = 20, min_depth: int = 2) -> list[Any]:
+        """This role's own live facts (and details) in the space, the newest first: what the
+        viewer offers to take back out of it (`lore unshare`)."""
+        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
+        rows = self._all(
+            f"SELECT {columns} FROM fragments f WHERE f.space = %s AND f.author = current_user "
+            "AND f.superseded_by IS NULL AND f.depth >= %s ORDER BY f.seq DESC LIMIT %s",
+            (self.space, min_depth, limit))
+        return [row_to_fragment(r) for r in rows]

@@ -21,7 +21,8 @@ from ..capture.hub_link import open_store
 from ..capture.project_keys import adopt_remote_keys
 from ..capture.sharing import redaction_touched
 from ..core.config import Settings
-from ..core.errors import InvalidInput, NotFound
+from ..core.errors import InvalidInput, LoreError, NotFound
+from ..core.faults import crash_point
 from ..core.teamconfig import team_space
 from ..recall.render import clip
 from ..store import Store
@@ -53,6 +54,14 @@ def _rows(export: Iterable[dict[str, Any]], ids: set[str]) -> list[dict[str, Any
 
 def _edges(export: Iterable[dict[str, Any]], ids: set[str]) -> list[dict[str, Any]]:
     return [e for e in export if e["source"] in ids and e["target"] in ids]
+
+
+def _is_local(local: Store, given: str) -> bool:
+    try:
+        local.resolve_id(given)
+    except LoreError:  # not there, or not an id at all
+        return False
+    return True
 
 
 def _ancestors(parent_of: Callable[[str], str | None], fid: str) -> list[str]:
@@ -106,7 +115,13 @@ def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd
     space = space_for(settings, space, cwd)
     hub = open_store(settings, space)
     try:
-        fid = hub.resolve_id(given)
+        try:
+            fid = hub.resolve_id(given)
+        except NotFound:
+            if _is_local(local, given):  # a move that ended before its last step, or done
+                raise InvalidInput(f"{given[:12]} is not in {space}: it is in your own memory "
+                                   "already") from None
+            raise
         if not hub.may_remove(fid):
             author = hub.authors([fid]).get(fid, "another member")
             raise InvalidInput(f"only its author ({author}) or an owner of {space} may take "
@@ -115,7 +130,11 @@ def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd
         above = _ancestors(hub.parent_id, fid)
         ids = set(moving) | set(above)
         rows = _rows(hub.export_fragments(), ids)
+        # The copy first, in one local transaction (INSERT OR IGNORE: a second run adds
+        # nothing), then the team's rows go in one hub transaction: killed between the two,
+        # the knowledge is in both places and running the command again finishes the move.
         local.import_rows(rows, _edges(hub.export_edges(), ids), [])
+        crash_point("unshare-after-copy")
         summary = next((r["summary"] for r in rows if r["id"] == fid), fid)
         now = clock()
         label = f"unshared “{clip(summary, 50)}” from {space} (undo: lore share {fid[:8]})"
@@ -123,6 +142,7 @@ def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd
             for d in reversed(moving):
                 hub.delete(d, now)
             hub.journal_add("unshare", fid, label, {}, now)
+        crash_point("unshare-after-delete")
         if hub.has_fragment(fid):  # row-level security filters a delete rather than refuse it
             raise InvalidInput(f"the team space {space} kept {fid[:8]}; it is now also local")
     finally:

@@ -17,7 +17,7 @@ from ..recall.render import clip, short_id
 from .security import check_csrf, forbidden
 from .viewer import viewer_of
 
-ACTIONS = ("edit", "correct", "forget", "move", "confirm", "share")
+ACTIONS = ("edit", "correct", "forget", "move", "confirm", "share", "unshare", "uncorrect")
 SQLITE_MAX_INT = 2**63 - 1  # a number from a URL or a form beyond this cannot name a row
 
 
@@ -40,10 +40,14 @@ async def fragment_action(request: Request) -> Response:
     form = await _form(request)
     if form is None:
         return forbidden("the form is missing this run's CSRF token; reload the page")
-    if action == "share":  # issue 29: into the repository's team space (web/sharing.py)
-        from .sharing import share_action
+    if action in ("share", "unshare", "uncorrect"):  # issue 29: the team space (sharing.py)
+        from . import sharing
 
-        return await share_action(v, fid)
+        if action == "share":
+            return await sharing.share_action(v, fid)
+        if action == "unshare":
+            return await sharing.unshare_action(v, fid)
+        return await sharing.uncorrect_action(v, fid, form.get("entry", ""))
     cur = v.curator
     summary, content = form.get("summary", ""), form.get("content", "")
     if action == "edit":

@@ -1,6 +1,7 @@
 """The activity page: what happened lately and what needs a hand. Ingested sessions with the
 fragments each added, parked batches (with a retry button), LLM use, the last consolidation
-report, the problems `lore doctor` finds, and the curation journal with its undo buttons."""
+report, the problems `lore doctor` finds, the curation journal with its undo buttons, and in a
+repository that shares into a team space, that space's part (web/sharing.py)."""
 
 from __future__ import annotations
 
@@ -89,8 +90,11 @@ def _journal(entries: list, csrf: str) -> str:
 
 
 async def activity_page(request: Request) -> Response:
+    from .sharing import team_activity, team_html  # issue 29: the repository's team space
+
     v = viewer_of(request)
     d = await v.run(lambda: gather(v))
+    team = await v.run(lambda: team_activity(v))
     last, lines = d["consolidation"]
     consolidation = ('<p class="muted">Memory has never been consolidated.</p>' if last is None
                      else f'<p>Finished {e(when(last["finished_at"]))}.</p><pre>'
@@ -99,6 +103,7 @@ async def activity_page(request: Request) -> Response:
     body = (f'<h2>Your changes</h2><p class="muted small">Each can be undone until the next '
             f'consolidation, except forgetting, which erases the text for good.</p>'
             f'{_journal(d["journal"], v.secrets.csrf)}'
+            f'{team_html(team, v.secrets.csrf)}'
             f'<h2>Ingested sessions</h2>{_sessions(d["sessions"])}'
             f'<h2>Parked batches</h2>{_parked(d["parked"], v.secrets.csrf)}'
             f'<h2>LLM usage</h2><p class="muted">{e(USAGE_NOTE)}</p><pre id="usage">{e(d["llm"])}</pre>'

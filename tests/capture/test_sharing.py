@@ -12,7 +12,7 @@ from lore_plugin.hub import HubStore
 from lore_plugin.llm.client import pick_llm
 from lore_plugin.store import Store
 from tests.fake_anthropic import FakeAnthropic
-from tests.team_api import TeamModel, make_repo, stored
+from tests.team_api import TeamModel, as_role, make_repo, make_roles, stored
 from tests.transcripts import TranscriptWriter
 
 RULES = {
@@ -38,13 +38,14 @@ def run(tmp_path, hub_url, embedder, clock):
     returns (local facts, team facts)."""
     model = TeamModel()
     with FakeAnthropic(model) as api:
-        def ingest(repo, lines, config: dict | None = None):
+        def ingest(repo, lines, config: dict | None = None, folder=tmp_path):
             values = {"hub_url": hub_url, **(config or {})}
-            settings = Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home",
+            folder.mkdir(parents=True, exist_ok=True)
+            settings = Settings(db_path=folder / "memory.db", home=folder / "home",
                                 hub_space="local", retry_backoff_secs=0.0,
                                 max_requests_per_hour=10_000, **values)
             llm = pick_llm(settings, env={"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": api.url})
-            writer = TranscriptWriter(tmp_path / "t.jsonl", cwd=str(repo))
+            writer = TranscriptWriter(folder / "t.jsonl", cwd=str(repo))
             for line in lines:
                 writer.user(f"Note this. {line}.")
                 writer.assistant("Noted.", tool=False)
@@ -125,3 +126,38 @@ def test_a_space_that_refuses_the_member_keeps_everything_local(tmp_path, run, h
     repo = make_repo(tmp_path / "repo", space="no-such-space")
     report, local, _ = run(repo, list(RULES))
     assert report.skipped is None and len(local) == len(RULES)
+
+
+@pytest.mark.parametrize("named", ["Platform API deploys ride the Tuesday train",
+                                   "the Tuesday train"])
+def test_a_member_s_correction_supersedes_a_teammate_s_fact_with_both_authors(
+        tmp_path, run, hub_url, named):
+    """By the id the digest gives the team's fact (its words in the correction then need
+    not match: "the Tuesday train" is too far from the fact for a match by words alone)."""
+    from lore_plugin.hub.access import Team
+
+    roles = make_roles(hub_url, "alice", "bob")
+    space = f"team-{roles['alice'].rsplit('_', 1)[1]}"
+    with Team(as_role(hub_url, roles["alice"])) as team:
+        team.create(space)
+        team.add(roles["bob"], space)
+    repo = make_repo(tmp_path / "repo", space=space)
+    old = "Platform API deploys ride the Tuesday train"
+    new = "Platform API deploys ride the Thursday train"
+    run(repo, [f"stated/project: {old}"], {"hub_url": as_role(hub_url, roles["alice"])},
+        folder=tmp_path / "alice")
+    report, local, _ = run(repo, [f"stated/project: {new}", f"corrects: {named} => {new}"],
+                           {"hub_url": as_role(hub_url, roles["bob"])}, folder=tmp_path / "bob")
+    assert report.failed is None
+    shared = team_facts(hub_url, space)
+    assert shared[old]["superseded_by"] == shared[new]["id"]
+    assert new not in local  # the new fact went to the team, once
+    store = HubStore(hub_url, space)
+    try:
+        record = store.corrections()
+        authors = store.authors([shared[old]["id"], shared[new]["id"]])
+    finally:
+        store.close()
+    assert [(c.old_summary, c.new_summary, c.corrector, c.original_author) for c in record] == [
+        (old, new, roles["bob"], roles["alice"])]
+    assert authors == {shared[old]["id"]: roles["alice"], shared[new]["id"]: roles["bob"]}

@@ -18,11 +18,12 @@ from lore_plugin.core.types import NewFragment
 from lore_plugin.hub import HubStore, UnknownSpace
 from lore_plugin.hub.access import Team
 from lore_plugin.hub.access_sql import OWN_ROWS, SHARED
+from lore_plugin.hub.correct_sql import TABLE as CORRECTIONS
 from lore_plugin.hub.errors import HubAccessDenied
 from lore_plugin.recall.memory import Memory
 from tests.hub.team_roles import TeamHub, make_team
 
-TABLES = (*SHARED, *OWN_ROWS, "spaces", "space_members")
+TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, "spaces", "space_members")
 FACT = "Deploys of the billing service go through the release train on Tuesdays."
 
 
@@ -45,6 +46,9 @@ def _fill(store: HubStore) -> str:
     store.set_meta("consolidated_at", "1")
     store.record_usage(now, "extract", None, "m", 10, 5, None)
     store.journal_add("forget", fact, "a label", {}, now)
+    older, newer = (store.insert(NewFragment(content=f"Billing freeze {n}", summary=f"Freeze {n}",
+                                             depth=1), now, parent_id=topic) for n in (1, 2))
+    store.supersede(older, newer, now)  # a supersession: a row of the correction record
     return fact
 
 
@@ -81,14 +85,17 @@ INSERTS = {
                  "output_tokens) VALUES (%s, 'm', 1, 'p', 'm', 1, 1)",
     "curation_journal": "INSERT INTO curation_journal (space, at, action, fragment_id, label) "
                         "VALUES (%s, 1, 'a', 'f', 'l')",
+    CORRECTIONS: "INSERT INTO supersessions (space, old_id, new_id) VALUES (%s, 'a', 'b')",
     "spaces": "INSERT INTO spaces (name, created_at) VALUES (%s, 1)",
     "space_members": "INSERT INTO space_members (space, role, level) "
                      "VALUES (%s, current_user::regrole, 'owner')",
 }
-UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s" for t in (*SHARED, *OWN_ROWS)}
+UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s"
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS)}
 UPDATES["spaces"] = "UPDATE spaces SET embed_model = 'other' WHERE name = %s"
 UPDATES["space_members"] = "UPDATE space_members SET level = 'owner' WHERE space = %s"
-DELETES = {t: f"DELETE FROM {t} WHERE space = %s" for t in (*SHARED, *OWN_ROWS, "space_members")}
+DELETES = {t: f"DELETE FROM {t} WHERE space = %s"
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, "space_members")}
 DELETES["spaces"] = "DELETE FROM spaces WHERE name = %s"
 
 
