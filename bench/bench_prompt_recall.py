@@ -94,7 +94,6 @@ def rules() -> dict[str, Rule]:
             lambda c: by_evidence(hook(c)),
         f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
         f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
-        "chosen, but by evidence, not the model": lambda c: by_evidence(hook(c), band=pj.BAND),
         "chosen, over 20 search hits": lambda c: pj.judge(hook(c, wide=True)),
         "first judge, over 20 search hits": lambda c: by_evidence(hook(c, wide=True)),
     }

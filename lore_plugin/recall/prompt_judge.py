@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
 FEATURES = ("cosine", "coverage", "own coverage", "search place")
 # Fitted by `python bench/fit_prompt_judge.py --cases PKL` (L2 1.0) on the tuning half.
-WEIGHTS = (2.138, 2.238, 1.098, 1.932)
-BIAS = -4.976
+WEIGHTS = (2.129, 2.016, 1.353, 1.996)
+BIAS = -5.032
 KEYWORD_WEIGHT = 0.4  # what full keyword coverage adds to a cosine, in the gate's evidence
 MIN_AGREEMENT = 0.3  # the share of the prompt's IDF mass an answer's line must hold
 MIN_EVIDENCE = 0.65  # the best answer's evidence a prompt needs to get anything
