@@ -18,10 +18,12 @@ unrelated prompts with any injection. Every injection goes through compose(), so
 
 The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tuning" only.
 "before" is the rule until issue 30 (cosine ≥ 0.50, or ≥ 0.40 below a heading that reaches
-0.50, at most 4 answers, in search order); "after" is prompt_judge's, with its constants
+0.50, at most 4 answers, in search order); "first judge" is issue 30's first session's (the
+gate on fused evidence, answers by evidence); "after" is prompt_judge's (the same gate, the
+answers in its band ordered by the fitted model: fit_prompt_judge.py), with its constants
 varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
-item is among the candidates at all, first, or among the first three: no judge over these
-candidates can cover more.
+item is among the candidates at all, first, or among the first three (search order), and
+among 20 search hits' candidates: no judge over these candidates can cover more.
 """
 
 from __future__ import annotations
