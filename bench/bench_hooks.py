@@ -107,17 +107,22 @@ def prepare(tmp: Path) -> tuple[dict[str, str], dict[str, bytes]]:
 
 
 def start_server(env: dict[str, str], cwd: Path) -> subprocess.Popen[bytes]:
-    """The MCP server as Claude Code starts it; returns once it is warm."""
+    """The memory service the per-prompt hook asks (issue 27: the MCP front starts it only
+    when a session first speaks to it), in the foreground so that killing it ends it;
+    returns once it is warm."""
     from lore_plugin.embedding.embedder import assemble_from_packages
 
     model = assemble_from_packages(ROOT / "bench" / ".cache" / "models" / "all-MiniLM-L6-v2")
-    server = subprocess.Popen([str(LAUNCH), "mcp"], cwd=cwd, stdin=subprocess.PIPE,
+    server = subprocess.Popen([env.get("LORE_PYTHON", sys.executable), "-m",
+                               "lore_plugin.service"], cwd=cwd, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               env={**env, "LORE_EMBED_MODEL_DIR": str(model),
-                                   "LORE_NO_DOWNLOAD": "1"})
-    log = Path(env["LORE_HOME"]) / "logs" / "server.log"
+                                   "LORE_NO_DOWNLOAD": "1", "PYTHONPATH": str(ROOT)})
+    # The memory service (issue 27) logs its warm-up to logs/service.log, a server before it
+    # to logs/server.log.
+    logs = Path(env["LORE_HOME"]) / "logs"
     deadline = time.monotonic() + 120
-    while not (log.exists() and "warm in" in log.read_text()):
+    while not any("warm in" in log.read_text(errors="replace") for log in logs.glob("*.log")):
         if time.monotonic() > deadline:
             server.kill()
             raise SystemExit("the MCP server did not warm up")
@@ -211,7 +216,7 @@ def main() -> None:
                             time.sleep(SETTLE)  # let the detached worker finish first
         finally:
             if server is not None:
-                server.stdin.close()  # type: ignore[union-attr]
+                server.terminate()  # the service drains and exits on SIGTERM
                 server.wait(timeout=30)
         time.sleep(1.0)  # let the detached workers finish before the folder goes
     bare_p50, bare_cpu = statistics.median(samples[bare]), statistics.median(CPU[bare])

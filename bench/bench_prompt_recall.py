@@ -18,10 +18,12 @@ unrelated prompts with any injection. Every injection goes through compose(), so
 
 The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tuning" only.
 "before" is the rule until issue 30 (cosine ≥ 0.50, or ≥ 0.40 below a heading that reaches
-0.50, at most 4 answers, in search order); "after" is prompt_judge's, with its constants
+0.50, at most 4 answers, in search order); "first judge" is issue 30's first session's (the
+gate on fused evidence, answers by evidence); "after" is prompt_judge's (the same gate, the
+answers in its band ordered by the fitted model: fit_prompt_judge.py), with its constants
 varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
-item is among the candidates at all, first, or among the first three: no judge over these
-candidates can cover more.
+item is among the candidates at all, first, or among the first three (search order), and
+among 20 search hits' candidates: no judge over these candidates can cover more.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
+from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo")
 BOTH = "both halves"
@@ -58,38 +61,58 @@ COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
 
 
+def hook(case: pc.Case, wide: bool = False) -> list[Candidate]:
+    """The hook's candidates (CANDIDATES search hits), or those from prompt_cases.POOL."""
+    return case.wide if wide else case.found
+
+
 def before(case: pc.Case) -> list[Fragment]:
     """The selection until issue 30, as it was in prompt_recall.pick."""
-    return [c.fragment for c in case.found
+    return [c.fragment for c in hook(case)
             if (c.branch >= 0.50 and c.cosine >= 0.40) or (not c.below and c.cosine >= 0.50)][:4]
+
+
+def evidence(c: Candidate, keyword_weight: float = 0.4) -> float:
+    """The first judge's score (issue 30's first session): cosine + 0.4 × keyword coverage."""
+    return c.cosine + keyword_weight * c.coverage
+
+
+def by_evidence(found: list[Candidate], min_evidence: float = 0.65, band: float = 0.10,
+                most: int = 3, keyword_weight: float = 0.4, min_agreement: float = 0.3
+                ) -> list[Fragment]:
+    """The first judge: coverage ≥ 30 %, the best evidence ≥ 0.65, then every candidate
+    within the band below that bar, at most 3."""
+    ranked = sorted(((evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
+                     if c.coverage >= min_agreement), key=lambda t: (-t[0], t[1]))
+    if not ranked or ranked[0][0] < min_evidence:
+        return []
+    return [c.fragment for e, _, c in ranked if e >= min_evidence - band][:most]
 
 
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
-        f"after (chosen): coverage ≥ {pj.MIN_AGREEMENT:.2f}, evidence ≥ {pj.MIN_EVIDENCE:.2f}, "
-        f"band {pj.BAND:.2f}, {pj.MOST} answers": lambda c: pj.judge(c.found),
+        "first judge: evidence ≥ 0.65, band 0.10, 3 answers, by evidence":
+            lambda c: by_evidence(hook(c)),
+        f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
+        f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
+        "chosen, over 20 search hits": lambda c: pj.judge(hook(c, wide=True)),
+        "first judge, over 20 search hits": lambda c: by_evidence(hook(c, wide=True)),
     }
     for agree in (0.0, 0.2, 0.4):
         out[f"chosen, but coverage ≥ {agree:.2f}"] = \
-            lambda c, a=agree: pj.judge(c.found, min_agreement=a)
-    for weight in (0.0, 0.2, 0.4, 0.6):
-        for bar in (0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
-            for most in (1, 3):
-                name = f"judge with cosine + {weight:.1f} × coverage ≥ {bar:.2f}, " \
-                    + f"{most} answer" + ("s" if most > 1 else "")
-                out[name] = (lambda c, w=weight, b=bar, m=most:
-                             pj.judge(c.found, min_evidence=b, most=m, keyword_weight=w))
-    for margin in (0.02, 0.05):
-        out[f"chosen, and the best leads the next by ≥ {margin:.2f} (unless ≥ 0.85)"] = \
-            lambda c, m=margin: pj.judge(c.found) if leads(c, m) else []
+            lambda c, a=agree: pj.judge(hook(c), min_agreement=a)
+    for band in (0.05, 0.15, 0.20):
+        out[f"chosen, but band {band:.2f}"] = lambda c, b=band: pj.judge(hook(c), band=b)
+    for most in (1, 2, 4):
+        out[f"chosen, but {most} answer" + ("s" if most > 1 else "")] = \
+            lambda c, m=most: pj.judge(hook(c), most=m)
+    for weight in (0.2, 0.4, 0.6):
+        for bar in (0.55, 0.60, 0.65, 0.70, 0.75, 0.80):
+            out[f"judge with cosine + {weight:.1f} × coverage ≥ {bar:.2f}"] = \
+                lambda c, w=weight, b=bar: pj.judge(hook(c), min_evidence=b, keyword_weight=w)
     out["words (no server): 3 terms, 60 %, path included"] = lambda c: c.words
     return out
-
-
-def leads(case: pc.Case, margin: float, unless: float = 0.85) -> bool:
-    scores = sorted((pj.evidence(c) for c in case.found), reverse=True)
-    return len(scores) < 2 or scores[0] >= unless or scores[0] - scores[1] >= margin
 
 
 def score(cases: list[pc.Case], rule: Rule) -> dict[str, float]:
@@ -127,10 +150,13 @@ def ceiling(cases: list[pc.Case]) -> dict[str, float]:
     related = [c for c in cases if c.related]
     n = len(related) or 1
 
-    def share(k: int | None) -> float:
-        return round(sum(any(x.fragment.id in c.gold for x in c.found[:k]) for c in related)
-                     / n, 3)
-    return {"any candidate": share(None), "first": share(1), "first three": share(3)}
+    def share(k: int | None, found: dict[int, list[Candidate]]) -> float:
+        return round(sum(any(x.fragment.id in c.gold for x in found[id(c)][:k])
+                         for c in related) / n, 3)
+    found = {id(c): hook(c) for c in related}
+    any20 = round(sum(any(x.fragment.id in c.gold for x in c.wide) for c in related) / n, 3)
+    return {"any candidate": share(None, found), "first": share(1, found),
+            "first three": share(3, found), "any of 20 hits'": any20}
 
 
 def collect(limit: int | None) -> tuple[list[pc.Case], dict[str, list[float]]]:
@@ -183,7 +209,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         front = curve(results[name])
         limits = {h: ceiling(mine[h]) for h in COLUMNS}
         results[name]["ceiling"] = limits
-        rows.append(["ceiling: gold among the candidates / first / first three"]
+        rows.append(["ceiling: gold among the candidates / first / first three / among 20 hits'"]
                     + [" / ".join(f"{v:.3f}" for v in limits[h].values()) for h in COLUMNS])
         speed = ""
         if timings.get(name):
@@ -198,8 +224,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                        ("coverage", "precision", "unrelated"))
                             for h in pc.HALVES] for k in front]), flush=True)
         results[name]["curve"] = front
-    chosen = {"keyword_weight": pj.KEYWORD_WEIGHT, "min_evidence": pj.MIN_EVIDENCE,
-              "band": pj.BAND, "most": pj.MOST, "split_seed": pc.SPLIT_SEED}
+    chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
+              "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
+              "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED}
     write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,
                                             "timings_ms": {k: [round(t * 1000, 2) for t in v]
                                                            for k, v in timings.items()}})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_evidence import Candidate
 
 SPLIT_SEED = 30  # issue 30
+POOL = 20  # search hits asked for in `wide`: would more candidates help?
 HALVES = ("tuning", "held-out")
 
 
@@ -33,9 +34,10 @@ class Case:
     related: bool
     half: str
     gold: frozenset[str]  # fragment ids that answer (empty when unrelated)
-    found: list[Candidate]
+    found: list[Candidate]  # the hook's candidates (prompt_recall.CANDIDATES search hits)
     words: list[Fragment]  # the keyword fallback's choice (no server answering)
     where: dict[str, str]  # the paths of everything above, as the hook shows them
+    wide: list[Candidate] = field(default_factory=list)  # the same from POOL search hits
 
 
 def split(keys: list[str]) -> dict[str, str]:
@@ -66,11 +68,13 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
                 start = time.perf_counter()
                 found = pr.candidates(memory, q.text, set()) or []
                 timings.append(time.perf_counter() - start)
+                wide = pr.candidates(memory, q.text, set(), limit=POOL) or []
                 words = pr.strong_by_words(memory.reader, q.text, set())
-                where = {c.fragment.id: c.path for c in found}
+                where = {c.fragment.id: c.path for c in wide + found}
                 where.update(pr.paths(memory.reader, [f for f in words if f.id not in where]))
                 half = halves.get(corpus.name, halves.get(q.text, HALVES[0]))
-                cases.append(Case(dataset, q.text, related, half, gold, found, words, where))
+                cases.append(Case(dataset, q.text, related, half, gold, found, words, where,
+                                  wide))
         finally:
             memory.close()
     return cases

@@ -14,7 +14,7 @@ word the prompt and its answer share."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .terms import keyword_terms
 
@@ -34,6 +34,8 @@ class Candidate:
     below: bool  # reached only by descending from a heading search found
     coverage: float = 0.0  # the share of the prompt's IDF mass it and its ancestors hold
     path: str = ""  # its ancestors' names, topic first
+    own: float = 0.0  # the share of that mass its own text holds, without its ancestors
+    rank: int = 0  # the place, in hybrid search's order, of the hit it was found by (0: first)
 
 
 def idf(rows_holding: int, rows: int) -> float:
@@ -67,12 +69,13 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
     rows, stats = store.term_statistics(terms)
     ids = {c.fragment.id for c in found} | {a for chain in ancestors.values() for a in chain}
     tokens = store.fragment_tokens(sorted(ids))
-    docs = {}
+    docs, alone = {}, {}
     for c in found:
-        held = set(tokens.get(c.fragment.id, frozenset()))
+        alone[c.fragment.id] = tokens.get(c.fragment.id, frozenset())
+        held = set(alone[c.fragment.id])
         for a in ancestors.get(c.fragment.id, []):
             held |= tokens.get(a, frozenset())
         docs[c.fragment.id] = frozenset(held)
-    share = coverage(stats, rows, docs)
-    return [Candidate(c.fragment, c.cosine, c.branch, c.below, share.get(c.fragment.id, 0.0),
-                      c.path) for c in found]
+    share, own = coverage(stats, rows, docs), coverage(stats, rows, alone)
+    return [replace(c, coverage=share.get(c.fragment.id, 0.0), own=own.get(c.fragment.id, 0.0))
+            for c in found]

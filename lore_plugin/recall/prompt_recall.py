@@ -83,14 +83,15 @@ def paths(store: Store, frags: list[Fragment],
             for fid, chain in ancestry.items()}
 
 
-def candidates(memory: Memory, prompt: str, seen: set[str]) -> list[Candidate] | None:
+def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDATES
+               ) -> list[Candidate] | None:
     """The answers hybrid search points to, in its order (its fused evidence: meaning, words,
     neighbours, relevance), each with its evidence (prompt_evidence.Candidate): a fact it
     found stands where it was found; a topic or concept it found is replaced, where it
     stood, by the knowledge below it that is closest to the prompt. None when the model
     failed to load (the caller judges by words then)."""
     text = prompt[:MAX_PROMPT]
-    found = memory.search(text, limit=CANDIDATES)
+    found = memory.search(text, limit=limit)
     if found.keyword_only:
         return None
     store = memory.reader
@@ -122,12 +123,13 @@ def candidates(memory: Memory, prompt: str, seen: set[str]) -> list[Candidate] |
             if not is_heading(store, frag):
                 cos[fid], frags[fid] = sims[fid], frag
     out: dict[str, Candidate] = {}
-    for hit in order:
+    for rank, hit in enumerate(order):
         for fid in ([b for b in best[hit] if b in frags][:CHILDREN] if hit in best else [hit]):
             if fid in frags and fid not in out:
                 parent = frags[fid].parent_id or ""
                 out[fid] = Candidate(frags[fid], cos[fid],
-                                     branch.get(hit, branch.get(parent, 0.0)), hit in best)
+                                     branch.get(hit, branch.get(parent, 0.0)), hit in best,
+                                     rank=rank)
     listed = list(out.values())
     ancestry = chains(store, [c.fragment for c in listed])
     where = paths(store, [c.fragment for c in listed], ancestry)

@@ -4,11 +4,13 @@ selection (prompt_recall.answer) as the socket runs it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from lore_plugin.recall import prompt_evidence, prompt_recall
+from lore_plugin.core.types import Fragment
+from lore_plugin.recall import prompt_evidence, prompt_judge, prompt_recall
 from lore_plugin.recall.memory import Memory
 
 WINDOW = "The billing deploy window is Thursday 09:00 UTC"
@@ -115,3 +117,65 @@ def test_in_a_small_memory_a_word_half_the_notes_hold_still_counts_as_evidence()
     share = prompt_evidence.coverage(terms, 4, {"holds": frozenset({"user", "day"}),
                                                 "lacks": frozenset({"day"})})
     assert 0.3 < share["holds"] < 1.0 and share["lacks"] == 0.0
+
+
+def test_a_note_holds_the_prompts_words_in_its_own_text_or_only_through_its_branch(memory):
+    """"billing" is in the branch of every billing note (its path) but in the text of few: the
+    own coverage counts the note's text alone, so the model can tell the two apart."""
+    mem, ids = memory
+    found = {c.fragment.id: c for c in prompt_recall.candidates(mem, "Which billing job "
+                                                                "generates invoices?", set())}
+    invoices, retries = found[ids[INVOICES]], found[ids[RETRIES]]
+    assert invoices.own > 0.5 and invoices.coverage >= invoices.own
+    assert retries.own < retries.coverage  # "billing" only in its branch
+
+
+@pytest.fixture()
+def chat(isolated_home: Path, embedder, clock):
+    """Two people's small talk, as a conversation is stored: topic › concept › turns."""
+    mem = Memory(isolated_home / "chat.db", embedder, clock=clock)
+    top = mem.store("Chats between James and John", "James and John", depth=0, source="user").id
+    talk = mem.store("James and John talk about their dogs, books and weekends",
+                     "Dogs, books and weekends", parent_id=top, depth=1, source="user").id
+    ids = {}
+    for text, summary in [
+            ("James: I love to read, especially snuggled under the covers on a cold winter "
+             "day.", "James likes reading under the covers on cold winter days"),
+            ("John: Winter is here, the dogs hate the cold and stay inside all day.",
+             "John's dogs stay inside in winter"),
+            ("James: My dogs cheer me up on dark days; Max always makes me smile.",
+             "James's dog Max cheers him up"),
+            ("John: On cold days I go skiing with my brother in the mountains.",
+             "John skis on cold days"),
+            ("James: Last weekend I walked the dogs by the lake.",
+             "James walked the dogs by the lake")]:
+        ids[summary] = mem.store(text, summary, parent_id=talk, depth=2, source="user").id
+    yield mem, ids
+    mem.close()
+
+
+def test_the_answers_are_ordered_by_the_model_not_by_the_gates_evidence(chat):
+    """By the gate's evidence (cosine + 0.4 × coverage) John's skiing (closer in meaning) would
+    come before John's dogs (more of the prompt's words: "winter", "cold"); the model weighs
+    the words as much as the meaning, and the answer leads either way."""
+    mem, ids = chat
+    found = prompt_recall.candidates(mem, "What does James enjoy doing on cold winter days?",
+                                     set())
+    by_evidence = sorted(found, key=lambda c: -prompt_judge.evidence(c))
+    assert [c.fragment.summary for c in by_evidence[1:3]] == [
+        "John skis on cold days", "John's dogs stay inside in winter"]
+    got = [f.summary for f in prompt_judge.judge(found)]
+    assert got == ["James likes reading under the covers on cold winter days",
+                   "John's dogs stay inside in winter", "John skis on cold days"]
+
+
+def test_the_model_rates_the_prompts_words_in_a_notes_own_text_and_searchs_first_place():
+    """The fitted weights' directions: the same evidence is likelier when the note's own text
+    holds the words (not only its branch) and when hybrid search placed it first."""
+    note = Fragment(id="n", content="", summary="a note", depth=2, created_at=0.0,
+                    last_accessed=0.0, access_count=0, importance=0.5, decay_rate=0.0,
+                    last_reinforced=0.0, relevance_score=0.5)
+    base = prompt_evidence.Candidate(note, 0.55, 0.0, False, coverage=0.6, own=0.0, rank=4)
+    assert prompt_judge.probability(replace(base, own=0.6)) > prompt_judge.probability(base)
+    assert prompt_judge.probability(replace(base, rank=0)) > prompt_judge.probability(base)
+    assert prompt_judge.probability(replace(base, coverage=0.9)) > prompt_judge.probability(base)
