@@ -2,7 +2,12 @@
 deadline and writes one JSON line per outcome to its report file:
 {"stored": summary} for every write it made, {"error": text} for anything that went wrong,
 an answer that lacks what it must say included (a query that stops finding what was just
-stored is a failure even when it is not an error)."""
+stored is a failure even when it is not an error).
+
+The roles start their clock together: each, once ready (an MCP server up and answering),
+leaves a file in the gate folder and waits for the test's "go" file, whose time plus the
+soak's length is every role's deadline. A slow start on a loaded machine then cannot eat
+the window the soak is meant to share."""
 
 from __future__ import annotations
 
@@ -21,6 +26,21 @@ def report(out: Path, **record: str) -> None:
         fh.write(json.dumps(record) + "\n")
 
 
+GATE_WAIT = 300.0  # seconds a ready role waits for the test's go before it gives up
+
+
+def wait_for_go(gate: Path, name: str, seconds: float) -> float:
+    """Marks this role ready, waits for the go file and returns the shared deadline."""
+    (gate / f"{name}.ready").touch()
+    go = gate / "go"
+    give_up = time.time() + GATE_WAIT
+    while not go.exists():
+        if time.time() > give_up:
+            raise TimeoutError("the test never said go")
+        time.sleep(0.05)
+    return float(go.read_text()) + seconds
+
+
 def merged_away(summary: str) -> bool:
     """Whether consolidation, running alongside, has merged the note into another since it
     was stored: then a query rightly shows the survivor instead (the test still finds the
@@ -36,13 +56,15 @@ def merged_away(summary: str) -> bool:
         store.close()
 
 
-async def mcp_role(name: str, deadline: float, out: Path) -> None:
+async def mcp_role(name: str, gate: Path, seconds: float, out: Path) -> None:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     params = StdioServerParameters(command=sys.executable, args=["-m", "lore_plugin.server"],
                                    env=dict(os.environ), cwd=os.getcwd())
     async with Client(params, mode="legacy", read_timeout_seconds=60) as client:
+        await client.call_tool("query_memory", {"topic": "warm up"})  # the service is up
+        deadline = await anyio.to_thread.run_sync(wait_for_go, gate, name, seconds)
         i = 0
         while time.time() < deadline:
             summary = f"soak {name} note {i}"
@@ -117,11 +139,13 @@ def consolidate_role(deadline: float, out: Path) -> None:
 
 def main() -> None:
     role, name, seconds, out = sys.argv[1], sys.argv[2], float(sys.argv[3]), Path(sys.argv[4])
-    deadline = time.time() + seconds
+    gate = out.parent / "gate"
     try:
         if role == "mcp":
-            anyio.run(mcp_role, name, deadline, out)
-        elif role == "cli":
+            anyio.run(mcp_role, name, gate, seconds, out)
+            return
+        deadline = wait_for_go(gate, name, seconds)
+        if role == "cli":
             cli_role(name, deadline, out)
         elif role == "ingest":
             ingest_role(name, deadline, out, Path(sys.argv[5]))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections import Counter
 
 import pytest
@@ -23,6 +24,21 @@ ROLES = [("mcp", "m1"), ("mcp", "m2"), ("mcp", "m3"), ("ingest", "alpha"), ("ing
          ("cli", "c1"), ("cli", "c2"), ("consolidate", "cons")]
 
 
+READY_WITHIN = 240.0  # seconds for every role to be up, on a loaded machine
+
+
+def say_go_when_ready(gate, procs) -> None:
+    """Starts the soak's clock once every role is ready, so all share the same 30 s."""
+    give_up = time.time() + READY_WITHIN
+    while len(list(gate.glob("*.ready"))) < len(ROLES):
+        assert all(p.poll() is None for p in procs), "a role died before it was ready"
+        assert time.time() < give_up, f"only {sorted(gate.glob('*.ready'))} got ready"
+        time.sleep(0.1)
+    tmp = gate / "go.tmp"
+    tmp.write_text(repr(time.time()))
+    tmp.replace(gate / "go")
+
+
 @pytest.mark.slow
 def test_eight_processes_share_one_database_without_errors_losses_or_duplicates(tmp_path, isolated_home):
     isolated_home.mkdir(parents=True, exist_ok=True)
@@ -33,6 +49,8 @@ def test_eight_processes_share_one_database_without_errors_losses_or_duplicates(
     with FakeAnthropic(KnowledgeModel()) as api:
         env = python_env(ANTHROPIC_API_KEY="k", ANTHROPIC_BASE_URL=api.url,
                          LORE_EMBED_MODEL_DIR=str(model), LORE_NO_DOWNLOAD="1")
+        gate = tmp_path / "gate"
+        gate.mkdir()
         procs = []
         for role, name in ROLES:
             args = [PYTHON, str(ROOT / "tests" / "soak_driver.py"), role, name, str(SECONDS),
@@ -40,6 +58,7 @@ def test_eight_processes_share_one_database_without_errors_losses_or_duplicates(
             if role == "ingest":
                 args.append(str(tmp_path / "transcripts" / f"{name}.jsonl"))
             procs.append(subprocess.Popen(args, env=env, cwd=tmp_path))
+        say_go_when_ready(gate, procs)
         for proc in procs:
             assert proc.wait(timeout=SECONDS + 240) == 0
     records = [json.loads(line) for _, name in ROLES if (tmp_path / f"{name}.jsonl").exists()
