@@ -43,7 +43,8 @@ def in_child(action: str, folder: Path) -> str:
     code = (f"import sys; from pathlib import Path; from lore_plugin.hub import dev; "
             f"r = dev.{action}(Path(sys.argv[1])); print(getattr(r, 'url', r))")
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(folder)],
-                          capture_output=True, text=True, timeout=120, check=True)
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"dev.{action} failed: {done.stderr.strip()[-2000:]}"
     return done.stdout.strip().splitlines()[-1]
 
 
