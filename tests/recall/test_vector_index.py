@@ -250,7 +250,7 @@ def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_p
 
 
 def test_top_rows_is_exact_with_ties_masks_and_every_size():
-    from lore_plugin.recall.search import _top_rows
+    from lore_plugin.recall.vector_math import top_rows
 
     rng = np.random.default_rng(3)
     for trial in range(200):
@@ -261,7 +261,7 @@ def test_top_rows_is_exact_with_ties_masks_and_every_size():
             scores[rng.random(size) < 0.8] = -np.inf
         if trial % 4 == 0:  # many equal scores around the threshold
             scores = np.round(scores, 1)
-        top = _top_rows(scores, n)
+        top = top_rows(scores, n)
         finite = np.sort(scores[np.isfinite(scores)])
         assert len(set(top.tolist())) == len(top)
         assert np.array_equal(np.sort(scores[top]), finite[len(finite) - min(n, len(finite)):])
