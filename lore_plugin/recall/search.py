@@ -270,10 +270,12 @@ class VectorIndex:
             self.matrix, self.scales, self.reduced = (
                 None if a is None else a if a.flags.writeable else a.copy()
                 for a in (self.matrix, self.scales, self.reduced))
-            if self.scales is None:
-                self.matrix[rows] = new
+            matrix, scales = self.matrix, self.scales
+            assert matrix is not None
+            if scales is None:
+                matrix[rows] = new
             else:
-                self.matrix[rows], self.scales[rows] = _quantize(new)
+                matrix[rows], scales[rows] = _quantize(new)
             if self.reduced is not None and self.basis is not None:
                 self.reduced[rows] = new @ self.basis
             return len(rows)

@@ -95,8 +95,9 @@ class Vectors(Connection):
             (self._RECONTEXT, self._RECONTEXT[:-1] + ";", limit))]
         ids = [k[len(self._RECONTEXT):] for k in keys]
         rows = {r[0]: (r[0], r[1], r[2], r[3]) for r in self._rows_in(
-            "SELECT f.id, f.summary, f.content, p.summary FROM fragments f "
-            "LEFT JOIN fragments p ON p.id = f.parent_id "
+            "SELECT f.id, f.summary, f.content, (SELECT p.summary FROM edges e JOIN fragments p "
+            "ON p.id = e.source WHERE e.target = f.id AND e.kind = 'hierarchical' LIMIT 1) "
+            "FROM fragments f "
             "WHERE f.id IN (%s) AND f.superseded_by IS NULL AND f.embedding IS NOT NULL", ids)}
         gone = [k for k, i in zip(keys, ids) if i not in rows]
         if gone:

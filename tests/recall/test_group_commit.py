@@ -298,7 +298,7 @@ def run_child(db: Path, requests: list[tuple[str, str]], crash_at: str | None
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line]
 
 
-KILLED_AT = ["group-before-commit:2", "group-after-commit:2"]
+KILLED_AT = ["group-before-commit:2", "group-after-commit:2", "group-before-recontext"]
 
 
 def test_every_group_commit_crash_point_in_the_code_is_exercised_here():
@@ -328,6 +328,10 @@ def test_a_writer_killed_in_its_transaction_loses_nothing_acknowledged_and_a_ret
     for summary, fid, duplicate in again:
         if summary in kept:
             assert duplicate and (summary not in first or first[summary] == fid)
+    if point == "group-before-recontext":  # killed with vectors provisional: the retry's
+        from tests.recall.test_recontext import assert_final_vectors  # writer finished them
+
+        assert_final_vectors(db)
 
 
 # -- the MCP server's store_memory goes through it ---------------------------------------
