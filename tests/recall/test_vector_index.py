@@ -285,3 +285,29 @@ def test_creation_dates_line_up_with_the_index_rows(tmp_path):
     assert len(ids) == 45 and index._dates is not None
     assert [int(fid, 16) for fid in ids] == [i for i in range(60) if i % 4]
     assert index._dates[1].tolist() == [1000.0 + int(fid, 16) * 86400 for fid in ids]
+
+
+@pytest.mark.parametrize("size", [500, 3500])
+def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(tmp_path,
+                                                                            monkeypatch, size):
+    """recall/recontext.py: a provisional vector replaced without an epoch bump is what the
+    index then finds, in the float32 index, the int8 + PCA one, and one mapped from a
+    snapshot (read-only pages: patched, they become the index's own copy)."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 3000)
+    rng = np.random.default_rng(11)
+    vectors = clustered(rng, size)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors, 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    if size > 3000:
+        assert index.save_snapshot(store) and not index.matrix.flags.writeable  # mapped
+    new = clustered(rng, 3)
+    ids = [f"{i:032x}" for i in (0, 7, size - 1)]
+    assert index.replace({**dict(zip(ids, new)), "f" * 32: new[0]}) == 3  # unknown id: skipped
+    for fid, vec in zip(ids, new):
+        assert index.similarities(vec, [fid])[fid] > 0.999
+        assert index.search(vec, 1)[0][0] == fid
+    untouched = f"{3:032x}"
+    assert index.similarities(vectors[3], [untouched])[untouched] > 0.999
+    store.close()
