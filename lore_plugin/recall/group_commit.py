@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 64  # requests a transaction: bounds the model call (~0.2 s for 64 short texts)
 ATTEMPTS = 3  # a batch that meets a database error is tried this many times
 RETRY_PAUSE = 0.05  # seconds before the second attempt, four times that before the third
+RECONTEXT_IDLE = 0.2  # seconds without a store before provisional vectors are replaced
 RECONTEXT_BACKLOG = 256  # provisional vectors after which they are replaced even while busy
 CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at exit
 
@@ -235,9 +236,9 @@ class GroupWriter:
 
     def _next_group(self) -> list[_Pending] | None:
         while self._recontext_due:
-            if self._recontext_due < RECONTEXT_BACKLOG:  # under a steady stream, catch up
-                try:
-                    return self._queue.get_nowait()
+            if self._recontext_due < RECONTEXT_BACKLOG:  # past it, catch up even when busy
+                try:  # a caller storing one fact after another is not made to wait for it
+                    return self._queue.get(timeout=RECONTEXT_IDLE)
                 except queue.Empty:
                     pass
             self._recontext_some()
