@@ -46,17 +46,23 @@ class Unavailable(Exception):
         self.may_have_run = may_have_run
 
 
-def announced(home: str, db_path: str) -> dict[str, Any] | None:
-    """The running service's announcement, when it serves this database; None otherwise."""
+def announcement(home: str) -> dict[str, Any] | None:
+    """The announcement of the home's running service, whatever database it serves."""
     try:
         with open(os.path.join(run_dir(home), f"{NAME}.json"), encoding="utf-8") as fh:
             info = json.loads(fh.read(4096))
         pid = int(info["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid) or info.get("db") != os.path.realpath(db_path):
+    if not _alive(pid) or not isinstance(info.get("socket"), str):
         return None
-    return info if isinstance(info.get("socket"), str) else None
+    return info if isinstance(info, dict) else None
+
+
+def announced(home: str, db_path: str) -> dict[str, Any] | None:
+    """The running service's announcement, when it serves this database; None otherwise."""
+    info = announcement(home)
+    return info if info is not None and info.get("db") == os.path.realpath(db_path) else None
 
 
 def start(home: str) -> subprocess.Popen[bytes] | None:
@@ -140,7 +146,13 @@ class ServiceClient:
         """A running service this code may talk to, started when there is none."""
         deadline = time.monotonic() + self.start_wait
         while True:
-            info = announced(self.home, self.db_path)
+            info = announcement(self.home)
+            if info is not None and info.get("db") != os.path.realpath(self.db_path):
+                # One service a home, and it serves another database (LORE_DB_PATH differs):
+                # a start would only find its lock held, so this caller serves itself now
+                # rather than after the whole wait.
+                raise Unavailable(f"the memory service of this Lore home serves another "
+                                  f"database ({info.get('db')})")
             if info is not None:
                 if info.get("protocol") == PROTOCOL or self._older(info):
                     return info  # an older one drains when it sees our version (daemon.py)

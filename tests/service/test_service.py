@@ -170,3 +170,17 @@ def test_a_client_that_cannot_start_a_service_says_so_within_its_wait(home: Path
     with pytest.raises(Unavailable):
         lonely.request("status")
     assert time.monotonic() - started < 10
+
+
+def test_a_second_database_in_the_same_home_is_served_in_process_at_once(home: Path):
+    """One service a home: while it serves memory.db, a caller of another database (its own
+    LORE_DB_PATH) hears at once that it must serve itself, instead of starting services that
+    find the lock held until its whole wait (30 s) is over."""
+    first = client(home).request("status")["pid"]
+    other = ServiceClient(str(home), str(home.parent / "other.db"), "/work/project")
+    assert other.start_wait >= 30  # the default wait, which it must not sit through
+    started = time.monotonic()
+    with pytest.raises(Unavailable, match="another database"):
+        other.request("status")
+    assert time.monotonic() - started < 2
+    assert client(home).request("status")["pid"] == first  # the first one serves on
