@@ -39,6 +39,7 @@ from ..core.faults import crash_point
 from ..store import DatabaseError, Store, StoreError
 from .group_requests import StoreRequest, alone, keep, placed_here, query_words
 from .group_view import BatchIndex, BatchMemory, PrefilledEmbedder
+from .recontext import BATCH as RECONTEXT_BATCH
 from .recontext import recontext
 from .search import VectorIndex
 from .storing import Placed, Stored, place_knowledge
@@ -228,8 +229,6 @@ class GroupWriter:
                 self._queued -= len(batch)
                 self._ready -= len(batch)
             self._write(batch)
-        while self._recontext_due:  # closing: the vectors too, so none is left provisional
-            self._recontext_some()
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -251,10 +250,10 @@ class GroupWriter:
         try:
             store = self._writable()
             started = time.perf_counter()
-            done = recontext(store, self.embedder, self.index, self.max_batch)
+            done = recontext(store, self.embedder, self.index)
             self.timings["recontext"] += time.perf_counter() - started
             self.recontext_calls += done > 0
-            self._recontext_due = 0 if done < self.max_batch else max(self._recontext_due - done, 1)
+            self._recontext_due = 0 if done < RECONTEXT_BATCH else max(self._recontext_due - done, 1)
         except Exception as exc:  # noqa: BLE001 - left marked: the next writer or warm-up retries
             log.warning("could not replace provisional vectors: %s", exc)
             self._drop_store()

@@ -3,9 +3,10 @@ store_memory is stored with its placement query's vector, the text alone, and ma
 (Store.mark_recontext) in the same transaction; here the vector of its text under its
 parent's summary, the one Memory.store would have given it (embedding_text), replaces it.
 
-The writer does this when no store is waiting (or when the marks pile up), a batch at a
-time in one model call, and the service's warm-up finishes what a crash left marked, so
-every such vector ends as it would have been without the shortcut. The writer's process
+The writer does this when no store came for a moment (or when the marks pile up), a small
+batch at a time in one model call; what a writer closing or a crash leaves marked, the next
+writer or the service's warm-up finishes, so every such vector ends as it would have been
+without the shortcut. The writer's process
 patches its vector index in place (VectorIndex.replace); other processes' copies keep the
 provisional vector until they next load in full (it is the text's own, a fair one)."""
 
@@ -24,7 +25,9 @@ if TYPE_CHECKING:
     from .search import VectorIndex
 
 log = logging.getLogger(__name__)
-BATCH = 64  # fragments a model call
+# Fragments a model call: small, so that a writer closing waits at most one short call (an
+# exit while onnxruntime runs on a daemon thread aborts the process).
+BATCH = 16
 
 
 def recontext(store: Store, embedder: Embedder, index: VectorIndex | None,

@@ -262,7 +262,7 @@ def test_the_servers_memory_shares_its_index_with_its_writer_and_closing_it_drai
 
 # -- crashes: a real process killed inside the group transaction, then the stores retried ----
 CHILD = textwrap.dedent("""
-    import json, sys, threading
+    import json, sys, threading, time
     from pathlib import Path
     from lore_plugin.embedding.embedder import LocalEmbedder
     from lore_plugin.recall.group_commit import GroupWriter
@@ -286,6 +286,7 @@ CHILD = textwrap.dedent("""
         t.start()
     for t in threads:
         t.join()
+    time.sleep(1)  # idle: the writer replaces the provisional vectors (recontext.py)
     writer.close()
 """)
 
