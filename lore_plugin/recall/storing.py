@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
-from .terms import held_terms, keyword_terms, numbers_in
+from .terms import keyword_terms, numbers_in, stem
 
 NEAR_DUPLICATE = 0.92
 SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
@@ -66,15 +67,26 @@ def near_duplicate(memory: Memory, summary: str, content: str, vector: Any | Non
 
 
 def _says_the_same(summary: str, content: str) -> Callable[[Fragment], bool]:
-    """Whether a fragment names the same numbers as this text and holds its every word."""
+    """Whether a fragment names the same numbers as this text and holds its every word
+    (numbers_in and held_terms, with each text's words read once and remembered)."""
     mine = f"{summary} {content}"
     terms, numbers = keyword_terms(mine), numbers_in(mine)
+    stems = [stem(t) for t in terms]
 
     def check(frag: Fragment) -> bool:
-        theirs = f"{frag.summary} {frag.content}"
-        return (numbers_in(theirs) == numbers
-                and held_terms(terms, theirs) >= SHARED_TERMS * len(terms))
+        their_numbers, their_stems = _words(f"{frag.summary} {frag.content}")
+        return (their_numbers == numbers
+                and sum(s in their_stems for s in stems) >= SHARED_TERMS * len(terms))
     return check
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(numbers_in(text), the stems held_terms compares): siblings are checked again at
+    every store under their parent, and reading their words is most of that check."""
+    terms = keyword_terms(text)
+    return (frozenset(t for t in terms if any(c.isdigit() for c in t)),
+            frozenset(stem(t) for t in terms))
 
 
 def may_repeat(memory: Memory, summary: str, content: str, parent_id: str | None,
