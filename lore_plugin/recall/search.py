@@ -266,7 +266,8 @@ class VectorIndex:
             at = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
             hit = ordered[at] == keys
             rows, new = order[at[hit]], np.stack([vectors[i] for i, h in zip(asked, hit) if h])
-            # A snapshot's arrays are read-only maps of the file: patched, they become copies.
+            # A snapshot's arrays are copy-on-write maps of its file (vector_snapshot.load):
+            # a patched row copies its page alone. Anything read-only is copied whole.
             self.matrix, self.scales, self.reduced = (
                 None if a is None else a if a.flags.writeable else a.copy()
                 for a in (self.matrix, self.scales, self.reduced))
