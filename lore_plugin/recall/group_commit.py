@@ -1,9 +1,10 @@
 """Group commit for store_memory: one writer thread takes every store queued meanwhile,
 embeds their texts together and writes them in one transaction.
 
-Storing one fact costs two runs of the model (its placement query, then its text in the
-context of its parent) and one transaction; a batch of n pays two model calls over n texts
-each and one transaction. The rules are store_knowledge's own (storing.place_knowledge and
+Storing one fact alone costs two runs of the model (its placement query, then its text in
+the context of its parent) and one transaction; a batch of n pays one model call over the n
+placement queries and one transaction before its answers, a placed fact keeping its query's
+vector until the writer, once idle, gives it the other (recontext.py). The rules are store_knowledge's own (storing.place_knowledge and
 keep_placed), applied in the order the requests arrived, and each request reads what the
 ones before it in the batch wrote (group_view.BatchMemory): two identical stores in one
 batch give one fact and one duplicate, as they would one after the other.
@@ -309,7 +310,8 @@ class GroupWriter:
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
         """One transaction for the batch: placement of each request in turn, one model call
-        for the texts kept, then each near-duplicate check and insert in turn."""
+        for the texts that cannot keep their placement query's vector for now (a parent
+        given, a topic), then each near-duplicate check and insert in turn."""
         requests = [request for request, _, _ in batch]
         store = self._writable()
         assert self.index is not None
