@@ -4,10 +4,11 @@ embeds their texts together and writes them in one transaction.
 Storing one fact alone costs two runs of the model (its placement query, then its text in
 the context of its parent) and one transaction; a batch of n pays one model call over the n
 placement queries and one transaction before its answers, a placed fact keeping its query's
-vector until the writer, once idle, gives it the other (recontext.py). The rules are store_knowledge's own (storing.place_knowledge and
-keep_placed), applied in the order the requests arrived, and each request reads what the
-ones before it in the batch wrote (group_view.BatchMemory): two identical stores in one
-batch give one fact and one duplicate, as they would one after the other.
+vector until the writer, once idle, gives it the other (recontext.py). The rules are
+store_knowledge's own (storing.place_knowledge and keep_placed), applied in the order the
+requests arrived, and each request reads what the ones before it in the batch wrote
+(group_view.BatchMemory): two identical stores in one batch give one fact and one
+duplicate, as they would one after the other.
 
 What a caller can count on:
 - `submit` returns only once its write is committed; the answer is the same `Stored` that
