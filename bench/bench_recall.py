@@ -62,6 +62,7 @@ CACHE = ROOT / "bench" / ".cache"
 DATA = Path("/work/shared/bench-data")
 DEFAULT_LOCOMO = DATA / "locomo10.json"
 DEFAULT_PEER = DATA / "claude-memory-corpus.json"
+PROVISIONAL = False  # --provisional
 LAYOUT_VERSION = 2  # bump when the data → memory mapping changes, to rebuild cached databases
 DAY = 86400.0
 KS = (1, 5, 10, 25)
@@ -235,7 +236,8 @@ def build_database(corpus: Corpus, folder: Path, embedder: CachedEmbedder) -> tu
     """Returns the database path and a map fragment id → item key. A cached database is reused
     when the layout, the texts, the embedding text and the schema are unchanged."""
     by_key = {n.key: n for n in corpus.nodes}
-    texts = [embedding_text(n.summary, n.content, by_key[n.parent].summary if n.parent else None)
+    texts = [embedding_text(n.summary, n.content,
+                            by_key[n.parent].summary if n.parent and not PROVISIONAL else None)
              for n in corpus.nodes]
     finger = hashlib.sha256(json.dumps(
         [LAYOUT_VERSION, SCHEMA_VERSION, MODEL_NAME, corpus.now,
@@ -419,7 +421,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--paraphrase", type=Path, default=paraphrase.DEFAULT_PARAPHRASE)
     parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--provisional", action="store_true",
+                        help="embed every fragment without its parent's summary: the vector a "
+                             "placed store_memory fact holds until its recontext (the worst case)")
     args = parser.parse_args(argv)
+    global PROVISIONAL
+    PROVISIONAL = args.provisional
     model = LocalEmbedder(CACHE / "models")
     if not model.available:
         sys.exit(f"the embedding model is unavailable: {model.failure}")

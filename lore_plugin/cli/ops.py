@@ -76,8 +76,8 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
             webbrowser.open(link)
         return 0
     from ..embedding.embedder import LocalEmbedder
-    from ..recall.memory import Memory
     from ..web.app import serve
+    from ..web.served import ServedMemory
 
     def ready(link: str) -> None:
         if args.background:  # stdout is ui.out, which outlives the run: no code goes there
@@ -90,7 +90,10 @@ def cmd_ui(args: argparse.Namespace, settings: Settings) -> int:
 
             webbrowser.open(link)
 
-    memory = Memory(settings.db_path, LocalEmbedder(settings.home / "models"))
+    # Its searches go to the memory service when one runs or can be started (web/served.py):
+    # the viewer then loads no model or index of its own for them.
+    memory = ServedMemory(settings.db_path, LocalEmbedder(settings.home / "models"),
+                          str(settings.home))
     serve(settings, memory, port=args.port, on_ready=ready, idle_minutes=args.idle_minutes)
     return 0
 

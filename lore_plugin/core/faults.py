@@ -14,9 +14,10 @@ import os
 # Where a point sits, in the order a job passes them.
 POINTS = ("after-claim", "after-llm", "after-insert", "before-watermark", "after-commit",
           "after-job")
-# On the group-commit path (recall/group_commit.py): a batch written but not committed, and
-# one committed but not yet answered (tests/recall/test_group_commit.py).
-GROUP_POINTS = ("group-before-commit", "group-after-commit")
+# On the group-commit path (recall/group_commit.py): a batch written but not committed, one
+# committed but not yet answered (tests/recall/test_group_commit.py), and provisional vectors
+# embedded again but not yet written (recall/recontext.py).
+GROUP_POINTS = ("group-before-commit", "group-after-commit", "group-before-recontext")
 # On `lore unshare` (maintenance/share_moves.py): copied into the local file but still in the
 # team space, and gone from the team space but not yet journaled locally
 # (tests/maintenance/test_unshare_crash.py).

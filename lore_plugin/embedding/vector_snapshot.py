@@ -85,14 +85,16 @@ def load(path: Path, epoch: str | None = None) -> Snapshot | None:
     """The snapshot at `path`, or None when there is none, it cannot be read whole, or it is
     of another vector epoch than `epoch` (told from its header, without reading the rest).
 
-    The arrays are read-only views of the file mapped into memory, not copies. A query
+    The arrays are views of the file mapped into memory (copy-on-write), not copies. A query
     touches only the pages it reads: every page of the reduced vectors, but only the
     candidates' rows of the full ones (38 MB at 100K). The pages belong to the page cache,
     so the servers of several sessions share one copy. Writers never change a snapshot in
     place (they rename a new file over it), so a mapping always sees whole, unchanging data."""
     try:
         with open(path, "rb") as src:
-            mapped = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ)
+            # Copy-on-write: a row put in place (VectorIndex.replace) copies only its page;
+            # the file and every other page stay shared.
+            mapped = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_COPY)
             header = json.loads(_next_array(src, mapped).tobytes())
             if header.get("format") != FORMAT or (epoch is not None
                                                   and str(header.get("epoch")) != epoch):

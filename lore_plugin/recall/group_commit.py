@@ -1,12 +1,14 @@
 """Group commit for store_memory: one writer thread takes every store queued meanwhile,
 embeds their texts together and writes them in one transaction.
 
-Storing one fact costs two runs of the model (its placement query, then its text in the
-context of its parent) and one transaction; a batch of n pays two model calls over n texts
-each and one transaction. The rules are store_knowledge's own (storing.place_knowledge and
-keep_placed), applied in the order the requests arrived, and each request reads what the
-ones before it in the batch wrote (group_view.BatchMemory): two identical stores in one
-batch give one fact and one duplicate, as they would one after the other.
+Storing one fact alone costs two runs of the model (its placement query, then its text in
+the context of its parent) and one transaction; a batch of n pays one model call over the n
+placement queries and one transaction before its answers, a placed fact keeping its query's
+vector until the writer, once idle, gives it the other (recontext.py). The rules are
+store_knowledge's own (storing.place_knowledge and keep_placed), applied in the order the
+requests arrived, and each request reads what the ones before it in the batch wrote
+(group_view.BatchMemory): two identical stores in one batch give one fact and one
+duplicate, as they would one after the other.
 
 What a caller can count on:
 - `submit` returns only once its write is committed; the answer is the same `Stored` that
@@ -30,18 +32,19 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from datetime import tzinfo
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import InvalidInput, LoreError
 from ..core.faults import crash_point
-from ..safety.redact import redact
 from ..store import DatabaseError, Store, StoreError
+from .group_requests import StoreRequest, alone, keep, placed_here, query_words
 from .group_view import BatchIndex, BatchMemory, PrefilledEmbedder
+from .recontext import BATCH as RECONTEXT_BATCH
+from .recontext import recontext
 from .search import VectorIndex
-from .storing import Placed, Stored, keep_placed, place_knowledge
+from .storing import Placed, Stored, place_knowledge
 
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
@@ -51,23 +54,13 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 64  # requests a transaction: bounds the model call (~0.2 s for 64 short texts)
 ATTEMPTS = 3  # a batch that meets a database error is tried this many times
 RETRY_PAUSE = 0.05  # seconds before the second attempt, four times that before the third
+RECONTEXT_IDLE = 0.2  # seconds without a store before provisional vectors are replaced
+RECONTEXT_BACKLOG = 256  # provisional vectors after which they are replaced even while busy
 CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at exit
 
 
 class GroupWriteFailed(LoreError):
     """The database refused the batch, even after retries, or the writer is closed."""
-
-
-@dataclass(frozen=True)
-class StoreRequest:
-    """store_memory's arguments. `project` None means the writer's own."""
-    content: str
-    summary: str
-    parent_id: str | None = None
-    depth: int = 2
-    source: str = "agent"
-    importance: float = 0.6
-    project: str | None = None
 
 
 # A request, its caller's future, and its placement query's text and vector (stage one).
@@ -91,11 +84,13 @@ class GroupWriter:
         self.tz = tz
         self.max_batch = max_batch
         self.batches: list[int] = []  # sizes of the batches written, for tests and benchmarks
-        self.model_calls = 0
+        self.model_calls = 0  # for the stores themselves; recontext_calls for the vectors after
+        self.recontext_calls = 0
         # Seconds spent in each step, summed (the benchmark's profile): the placement queries'
         # model calls, then the writer's placement, model call, checks and inserts, commit.
         self.timings: dict[str, float] = dict.fromkeys(
-            ("embed_queries", "place", "embed_texts", "keep", "commit"), 0.0)
+            ("embed_queries", "place", "embed_texts", "keep", "commit", "recontext"), 0.0)
+        self._recontext_due = 1  # provisional vectors known to wait (1: look once, at idle)
         self._incoming: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         # Groups handed on whole, so the writer never takes half of one.
         self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
@@ -202,7 +197,7 @@ class GroupWriter:
         if self.embedder is None or not requests:
             return out
         try:
-            asked = {i: self._query_words(r) for i, r in enumerate(requests) if _placed_here(r)}
+            asked = {i: query_words(r, self.clock, self.tz) for i, r in enumerate(requests) if placed_here(r)}
             if not asked or not getattr(self.embedder, "available", True):
                 return out
             started = time.perf_counter()
@@ -216,10 +211,10 @@ class GroupWriter:
         return out
 
     def _run(self) -> None:
-        """Stage two: the writer."""
+        """Stage two: the writer; and, when no store waits, provisional vectors replaced."""
         stopping = False
         while not stopping:
-            group = self._queue.get()
+            group = self._next_group()
             if group is None:
                 break
             batch = list(group)
@@ -239,6 +234,41 @@ class GroupWriter:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+    def _next_group(self) -> list[_Pending] | None:
+        while self._recontext_due:
+            if self._recontext_due < RECONTEXT_BACKLOG:  # past it, catch up even when busy
+                try:  # a caller storing one fact after another is not made to wait for it
+                    return self._queue.get(timeout=RECONTEXT_IDLE)
+                except queue.Empty:
+                    pass
+            self._recontext_some()
+        return self._queue.get()
+
+    def _recontext_some(self) -> None:
+        if self.embedder is None or not getattr(self.embedder, "available", True):
+            self._recontext_due = 0
+            return
+        try:
+            store = self._writable()
+            started = time.perf_counter()
+            done = recontext(store, self.embedder, self.index)
+            self.timings["recontext"] += time.perf_counter() - started
+            self.recontext_calls += done > 0
+            self._recontext_due = 0 if done < RECONTEXT_BATCH else max(self._recontext_due - done, 1)
+        except Exception as exc:  # noqa: BLE001 - left marked: the next writer or warm-up retries
+            log.warning("could not replace provisional vectors: %s", exc)
+            self._drop_store()
+            self._recontext_due = 0
+
+    def _writable(self) -> Store:
+        if self._store is None:
+            self._store = self.store_factory()
+        if self.index is None:
+            from ..embedding.vector_snapshot import snapshot_path
+
+            self.index = VectorIndex(snapshot_path(self._store.path))
+        return self._store
 
     def _write(self, batch: list[_Pending]) -> None:
         for attempt in range(ATTEMPTS):
@@ -281,15 +311,11 @@ class GroupWriter:
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
         """One transaction for the batch: placement of each request in turn, one model call
-        for the texts kept, then each near-duplicate check and insert in turn."""
+        for the texts that cannot keep their placement query's vector for now (a parent
+        given, a topic), then each near-duplicate check and insert in turn."""
         requests = [request for request, _, _ in batch]
-        if self._store is None:
-            self._store = self.store_factory()
-        store = self._store
-        if self.index is None:
-            from ..embedding.vector_snapshot import snapshot_path
-
-            self.index = VectorIndex(snapshot_path(store.path))
+        store = self._writable()
+        assert self.index is not None
         outcome: list[Stored | BaseException | None] = [None] * len(requests)
         placed: list[Placed | None] = [None] * len(requests)
         embedder = None if self.embedder is None else PrefilledEmbedder(self.embedder)
@@ -298,8 +324,8 @@ class GroupWriter:
         if embedder is not None:
             started = time.perf_counter()
             embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
-            embedder.prefill([self._query_words(r) for r, _, ahead in batch
-                              if ahead is None and _placed_here(r)])
+            embedder.prefill([query_words(r, self.clock, self.tz) for r, _, ahead in batch
+                              if ahead is None and placed_here(r)])
             self.timings["embed_queries"] += time.perf_counter() - started
         with store.write():
             view = BatchIndex(self.index, store)
@@ -310,19 +336,28 @@ class GroupWriter:
                 step = partial(place_knowledge, memory, request.content, request.summary,
                                request.parent_id, request.depth, request.source,
                                request.importance)
-                result = _alone(store, view, step)
+                result = alone(store, view, step)
                 if isinstance(result, Placed):
                     placed[i] = result
                 else:
                     outcome[i] = result
+            # One model run a placed store: it keeps its placement query's vector for now
+            # (recontext.py gives it its text's under its parent later). The rest (a parent
+            # given, a topic) and any that could repeat a sibling get theirs now.
+            ahead = [None if p is None or embedder is None or not placed_here(r)
+                     else embedder.known.get(query_words(r, self.clock, self.tz))
+                     for p, r in zip(placed, requests)]
             if embedder is not None:
                 marks.append(time.perf_counter())
-                embedder.prefill([p.text for p in placed if p is not None])
+                embedder.prefill([p.text for p, a in zip(placed, ahead)
+                                  if p is not None and a is None])
             marks.append(time.perf_counter())
             for i, one in enumerate(placed):
                 if one is not None:
                     memory.project = requests[i].project or self.project
-                    outcome[i] = _alone(store, view, partial(_keep, memory, one))
+                    outcome[i] = alone(store, view, partial(keep, memory, one, ahead[i]))
+                    if getattr(outcome[i], "provisional", False):
+                        self._recontext_due += 1
             if embedder is not None:
                 self.model_calls += embedder.model_calls
             crash_point("group-before-commit")
@@ -333,39 +368,6 @@ class GroupWriter:
                                           zip(marks, marks[1:])):
                 self.timings[name] += end - start
         return [r if r is not None else InvalidInput("not stored") for r in outcome]
-
-    def _query_words(self, request: StoreRequest) -> str:
-        """The text placement will embed (Memory._rank_candidates: the stored text without
-        the time it names). A guess that misses only costs that text a model call alone."""
-        text = f"{redact(request.summary.strip())}\n{redact(request.content.strip())}"
-        from ..core import timeparse
-
-        window = timeparse.parse(text, self.clock(), self.tz)
-        return text if window is None else window.strip(text)
-
-
-def _placed_here(request: StoreRequest) -> bool:
-    """Whether placement runs a query for this request (store_knowledge's condition)."""
-    return (not request.parent_id and isinstance(request.depth, int)
-            and not isinstance(request.depth, bool) and request.depth > 0
-            and isinstance(request.content, str) and isinstance(request.summary, str))
-
-
-def _keep(memory: BatchMemory, placed: Placed) -> Stored:
-    return keep_placed(memory, placed, memory.embed_one(placed.text))
-
-
-def _alone(store: Store, view: BatchIndex, step: Callable[[], Any]) -> Any:
-    """Runs one request's step in its own savepoint: an error of its own is its answer and
-    undoes only its changes; a database error ends the batch."""
-    try:
-        with store.savepoint():
-            return step()
-    except (DatabaseError, StoreError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - the request's own failure, handed to its caller
-        view.restart_tail()
-        return exc
 
 
 # -- the in-process MCP server's writer: one per Memory ----------------------------------

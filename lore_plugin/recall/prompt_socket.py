@@ -27,6 +27,7 @@ MAX_REQUEST = 256 * 1024  # the hook sends at most 4,000 prompt characters and t
 MAX_ANSWER = 256 * 1024
 REQUEST_DEADLINE = 1.0  # seconds for a whole request, its first byte to its answer
 MAX_CLIENTS = 16  # requests answered at once; a client beyond that is closed at once
+KEEP_IDLE = 20.0  # seconds a kept connection waits for its client's next request
 SEND_GRACE = 0.1  # seconds to hand over an answer finished just after the deadline
 _SOCKET_PATH_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
 
@@ -154,18 +155,35 @@ class Listener:
         import time
 
         deadline = time.monotonic() + self.deadline
+        counted = True  # in _answering: taken and not yet answered
         try:
             with conn:
                 if not _peer_is_owner(conn):
                     return
-                request = json.loads(_read_line(conn, self.max_request, deadline) or b"null")
-                if not isinstance(request, dict) or not hmac.compare_digest(
-                        str(request.get("token", "")), self.token):
-                    return
-                answer = self.handle(request)
-                conn.settimeout(self.answer_timeout or max(deadline - time.monotonic(),
-                                                           SEND_GRACE))
-                conn.sendall(json.dumps(answer).encode() + b"\n")
+                while True:
+                    request = json.loads(_read_line(conn, self.max_request, deadline)
+                                         or b"null")
+                    if not isinstance(request, dict) or not hmac.compare_digest(
+                            str(request.get("token", "")), self.token):
+                        return
+                    answer = self.handle(request)
+                    conn.settimeout(self.answer_timeout or max(deadline - time.monotonic(),
+                                                               SEND_GRACE))
+                    conn.sendall(json.dumps(answer).encode() + b"\n")
+                    # A client that keeps its connection (the service's, service/client.py)
+                    # saves a connect and a thread a request; waiting for its next one, the
+                    # connection is not "answering", so closing does not wait for it.
+                    if not request.get("keep") or self._sock is None:
+                        return
+                    with self._count:
+                        self._answering -= 1
+                    counted = False
+                    if not _readable(conn, KEEP_IDLE) or self._sock is None:
+                        return
+                    with self._count:
+                        self._answering += 1
+                    counted = True
+                    deadline = time.monotonic() + self.deadline
         except TimeoutError:
             logging.getLogger("lore.server").info(
                 "prompt socket: a client took more than %.1f s; dropped", self.deadline)
@@ -173,8 +191,9 @@ class Listener:
             logging.getLogger("lore.server").warning("prompt socket request failed",
                                                      exc_info=True)
         finally:
-            with self._count:
-                self._answering -= 1
+            if counted:
+                with self._count:
+                    self._answering -= 1
             slots.release()
 
     def wait_answered(self, timeout: float) -> None:
@@ -205,6 +224,16 @@ class Listener:
                 os.rmdir(self._temp_dir)
             except OSError:
                 pass
+
+
+def _readable(conn: socket.socket, timeout: float) -> bool:
+    """Whether the client sent more (or closed) within `timeout` seconds."""
+    import select
+
+    try:
+        return bool(select.select([conn], [], [], timeout)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _read_line(conn: socket.socket, limit: int, deadline: float) -> bytes:
@@ -291,23 +320,42 @@ def exchange(info: dict[str, Any], request: dict[str, Any], deadline: float,
     """One request to the announced process `info`, its answer by `deadline`
     (time.monotonic); None for a garbled answer. OSError (refused, reset, timed out) and
     EOFError (closed with no answer: it died or refused the token) reach the caller."""
+    with connect(info, deadline) as sock:
+        return exchange_on(sock, info, request, deadline, limit)
+
+
+def connect(info: dict[str, Any], deadline: float) -> socket.socket:
     import time
 
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
         sock.settimeout(max(deadline - time.monotonic(), 0.001))
         sock.connect(info["socket"])
-        sock.sendall(json.dumps({**request, "token": info.get("token", "")}).encode() + b"\n")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            sock.settimeout(max(deadline - time.monotonic(), 0.001))
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-            if chunk.endswith(b"\n"):
-                break
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def exchange_on(sock: socket.socket, info: dict[str, Any], request: dict[str, Any],
+                deadline: float, limit: int = MAX_ANSWER) -> dict[str, Any] | None:
+    """exchange() over a connection already open (one the client keeps: `keep` in the
+    request asks the listener to wait for the next one on it)."""
+    import time
+
+    sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    sock.sendall(json.dumps({**request, "token": info.get("token", "")}).encode() + b"\n")
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if chunk.endswith(b"\n"):
+            break
     if not chunks:
         raise EOFError("closed without an answer")
     try:

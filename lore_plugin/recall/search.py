@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from ..core.types import EMBED_BYTES, EMBED_DIM
 from ..embedding import vector_snapshot
 from ..store import Store
+from . import vector_math
+from .vector_math import pca_basis, top_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REDUCE_FROM = 20_000  # below this an exact scan is already fast
-REDUCED_DIMS = 128
+REDUCED_DIMS = vector_math.REDUCED_DIMS
 PCA_SAMPLE = 4096
 LOAD_CHUNK = 512  # rows a step: larger chunks leave their temporaries behind in the heap
 RERANK = 1000  # approximate candidates scored exactly; the top 100 are all among them
@@ -87,7 +89,7 @@ class VectorIndex:
             basis = None if full else self.basis
             if basis is None and expected + (0 if full else len(self.ids)) >= REDUCE_FROM:
                 sample = [b for b in store.embedding_sample(PCA_SAMPLE) if len(b) == EMBED_BYTES]
-                basis = _pca_basis(np.frombuffer(b"".join(sample),
+                basis = pca_basis(np.frombuffer(b"".join(sample),
                                                  dtype="<f4").reshape(-1, EMBED_DIM))
             ids, rowids, depths, mat, scales, red = _load_rows(store, after, max_rowid, expected,
                                                                basis)
@@ -219,7 +221,7 @@ class VectorIndex:
                 inside = (dates[1] >= window[0]) & (dates[1] < window[1])
                 mask = inside if mask is None else mask & inside
             picked = scores if mask is None else np.where(mask, scores, -np.inf)
-            top = _top_rows(picked, min(k if exact else max(RERANK, k), len(ids)))
+            top = top_rows(picked, min(k if exact else max(RERANK, k), len(ids)))
             sims = picked[top] if exact else _full_vectors(matrix, scales, top) @ query
             order = np.argsort(-sims)[:k]
             out.append([(ids[top[i]].decode(), float(sims[i])) for i in order])
@@ -230,10 +232,7 @@ class VectorIndex:
         import numpy as np
 
         with self._lock:
-            if self._by_id is None:
-                order = np.argsort(self.ids, kind="stable")
-                self._by_id = (self.ids[order], order)
-            (ordered, order), matrix, scales = self._by_id, self.matrix, self.scales
+            (ordered, order), matrix, scales = self._sorted_ids(), self.matrix, self.scales
         asked = list(wanted)
         if not asked or matrix is None or not len(ordered):
             return {}
@@ -244,6 +243,43 @@ class VectorIndex:
             return {}
         sims = _full_vectors(matrix, scales, order[at[hit]]) @ query
         return {fid: float(sim) for fid, sim in zip(np.array(asked)[hit].tolist(), sims)}
+
+    def _sorted_ids(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids sorted, their rows), kept until the rows change; called under the lock."""
+        import numpy as np
+
+        if self._by_id is None:
+            order = np.argsort(self.ids, kind="stable")
+            self._by_id = (self.ids[order], order)
+        return self._by_id
+
+    def replace(self, vectors: dict[str, np.ndarray]) -> int:
+        """Puts new vectors in place for fragments the index holds (recall/recontext.py):
+        in place, as the store changed them without an epoch bump. Returns how many."""
+        import numpy as np
+
+        with self._lock:
+            (ordered, order), asked = self._sorted_ids(), list(vectors)
+            if self.matrix is None or not len(ordered) or not asked:
+                return 0
+            keys = _id_array(asked)
+            at = np.minimum(np.searchsorted(ordered, keys), len(ordered) - 1)
+            hit = ordered[at] == keys
+            rows, new = order[at[hit]], np.stack([vectors[i] for i, h in zip(asked, hit) if h])
+            # A snapshot's arrays are copy-on-write maps of its file (vector_snapshot.load):
+            # a patched row copies its page alone. Anything read-only is copied whole.
+            self.matrix, self.scales, self.reduced = (
+                None if a is None else a if a.flags.writeable else a.copy()
+                for a in (self.matrix, self.scales, self.reduced))
+            matrix, scales = self.matrix, self.scales
+            assert matrix is not None
+            if scales is None:
+                matrix[rows] = new
+            else:
+                matrix[rows], scales[rows] = _quantize(new)
+            if self.reduced is not None and self.basis is not None:
+                self.reduced[rows] = new @ self.basis
+            return len(rows)
 
     def load_dates(self, store: Store) -> None:
         """Creation times aligned with the rows, for time-window search. Loaded on the first
@@ -349,33 +385,3 @@ def _full_vectors(matrix: np.ndarray, scales: np.ndarray | None, rows: Any) -> n
 
     picked = matrix[rows].astype(np.float32)
     return picked if scales is None else picked * scales[rows, None]
-
-
-def _top_rows(scores: np.ndarray, n: int) -> np.ndarray:
-    """The rows of the n highest finite scores, unordered. A partition of 100K scores takes
-    ~1 ms; a threshold from a 1/16 sample first cuts them to ~2n, and the result is exact
-    whenever at least n pass it (otherwise all rows are partitioned)."""
-    import numpy as np
-
-    rows = None
-    if len(scores) >= 16 * n:
-        sample = scores[::16]
-        kth = min(len(sample) - 1, 2 * n // 16)
-        threshold = np.partition(sample, len(sample) - 1 - kth)[len(sample) - 1 - kth]
-        if np.isfinite(threshold):
-            above = np.flatnonzero(scores >= threshold)
-            if len(above) >= n:
-                rows = above
-    if rows is None:
-        rows = np.arange(len(scores))
-    top = rows[np.argpartition(-scores[rows], n - 1)[:n]] if len(rows) > n else rows
-    return top[np.isfinite(scores[top])]
-
-
-def _pca_basis(matrix: np.ndarray) -> np.ndarray:
-    """The REDUCED_DIMS directions that carry most of a sample's energy (uncentred, so inner
-    products are what is preserved)."""
-    import numpy as np
-
-    _, _, vt = np.linalg.svd(matrix.astype(np.float32), full_matrices=False)
-    return np.ascontiguousarray(vt[:REDUCED_DIMS].T, dtype=np.float32)

@@ -11,7 +11,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
-from .terms import held_terms, keyword_terms, numbers_in
+from .terms import keyword_terms, numbers_in, stem
 
 NEAR_DUPLICATE = 0.92
 SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
@@ -32,6 +34,7 @@ class Stored:
     duplicate: bool = False  # True: nothing was added, the existing fragment was reinforced
     created: tuple[Fragment, ...] = ()  # levels made to hold it, topic first
     placed: bool = False  # the parent was chosen here, not given
+    provisional: bool = False  # stored with its text's own vector for now (recontext.py)
 
 
 def near_duplicate(memory: Memory, summary: str, content: str, vector: Any | None,
@@ -56,13 +59,48 @@ def near_duplicate(memory: Memory, summary: str, content: str, vector: Any | Non
     # uses value 98" within 0.92 of each other, and "the deploy window is Thursday 09:00" and
     # "... Friday 09:00" at 0.989. A duplicate names the same numbers and adds no word the
     # existing fragment lacks, so a change is never swallowed as a repeat.
-    mine = f"{summary} {content}"
-    terms, numbers = keyword_terms(mine), numbers_in(mine)
+    says_it = _says_the_same(summary, content)
     for fid, frag in sorted(store.get_many(list(sims)).items(), key=lambda kv: -sims[kv[0]]):
-        theirs = f"{frag.summary} {frag.content}"
-        if numbers_in(theirs) == numbers and held_terms(terms, theirs) >= SHARED_TERMS * len(terms):
+        if says_it(frag):
             return fid
     return None
+
+
+def _says_the_same(summary: str, content: str) -> Callable[[Fragment], bool]:
+    """Whether a fragment names the same numbers as this text and holds its every word
+    (numbers_in and held_terms, with each text's words read once and remembered)."""
+    mine = f"{summary} {content}"
+    terms, numbers = keyword_terms(mine), numbers_in(mine)
+    stems = [stem(t) for t in terms]
+
+    def check(frag: Fragment) -> bool:
+        their_numbers, their_stems = _words(f"{frag.summary} {frag.content}")
+        return (their_numbers == numbers
+                and sum(s in their_stems for s in stems) >= SHARED_TERMS * len(terms))
+    return check
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(numbers_in(text), the stems held_terms compares): siblings are checked again at
+    every store under their parent, and reading their words is most of that check."""
+    terms = keyword_terms(text)
+    return (frozenset(t for t in terms if any(c.isdigit() for c in t)),
+            frozenset(stem(t) for t in terms))
+
+
+def may_repeat(memory: Memory, summary: str, content: str, parent_id: str | None,
+               depth: int) -> bool:
+    """Whether near_duplicate could find a repeat whatever the vector: a sibling with the
+    same summary, or one that says the same in words. Without one, the vector is not needed
+    to decide (group_commit.py then stores a provisional one)."""
+    store = memory.reader
+    if store.find_by_summary(summary, depth, parent_id):
+        return True
+    siblings = (store.child_ids(parent_id) if parent_id
+                else store.topic_ids() if depth == 0 else [])
+    says_it = _says_the_same(summary, content)
+    return any(says_it(f) for f in store.get_many(siblings).values())
 
 
 def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
@@ -168,6 +206,20 @@ def keep_placed(memory: Memory, placed: Placed, vector: Any | None) -> Stored:
     frag = memory.store(placed.content, placed.summary, parent.id if parent else None, depth,
                         placed.importance, source=source, vector=vector)
     return Stored(frag, created=placed.created, placed=placed.placed and depth > 0)
+
+
+def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
+                       exact: Callable[[str], Any]) -> tuple[Stored, bool]:
+    """keep_placed with one model run instead of two when it can: unless a sibling could be
+    a repeat (may_repeat), the decision does not depend on the vector, and the fragment is
+    stored with `provisional` (its placement query's vector). Otherwise `exact(text)` gives
+    the vector keep_placed needs. Returns the answer and whether the vector is provisional."""
+    parent, depth = placed.parent, placed.depth
+    if (provisional is None or not placed.created and (parent is None or parent.depth == depth - 1)
+            and may_repeat(memory, placed.summary, placed.content,
+                           parent.id if parent else None, depth)):
+        return keep_placed(memory, placed, exact(placed.text)), False
+    return keep_placed(memory, placed, provisional), True
 
 
 def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,

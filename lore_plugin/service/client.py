@@ -16,7 +16,7 @@ import sys
 import time
 from typing import Any
 
-from ..recall.prompt_socket import _alive, exchange, run_dir
+from ..recall.prompt_socket import KEEP_IDLE, _alive, connect, exchange, exchange_on, run_dir
 from .protocol import (
     MAX_ANSWER,
     NAME,
@@ -33,6 +33,7 @@ RESPAWN_AFTER = 5.0  # a start that has not announced itself by then is tried ag
 CALL_TIMEOUT = 120.0  # a store on a cold service loads the model first (seconds, not minutes)
 ATTEMPTS = 3  # tries of one request: the service died or drained under it
 MAX_FAILURES = 3  # requests in a row that found no service: then this caller stops trying
+KEEP_REUSE = KEEP_IDLE - 5  # a kept connection idle longer than this is not used again
 
 
 class Unavailable(Exception):
@@ -46,17 +47,23 @@ class Unavailable(Exception):
         self.may_have_run = may_have_run
 
 
-def announced(home: str, db_path: str) -> dict[str, Any] | None:
-    """The running service's announcement, when it serves this database; None otherwise."""
+def announcement(home: str) -> dict[str, Any] | None:
+    """The announcement of the home's running service, whatever database it serves."""
     try:
         with open(os.path.join(run_dir(home), f"{NAME}.json"), encoding="utf-8") as fh:
             info = json.loads(fh.read(4096))
         pid = int(info["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _alive(pid) or info.get("db") != os.path.realpath(db_path):
+    if not _alive(pid) or not isinstance(info.get("socket"), str):
         return None
-    return info if isinstance(info.get("socket"), str) else None
+    return info if isinstance(info, dict) else None
+
+
+def announced(home: str, db_path: str) -> dict[str, Any] | None:
+    """The running service's announcement, when it serves this database; None otherwise."""
+    info = announcement(home)
+    return info if info is not None and info.get("db") == os.path.realpath(db_path) else None
 
 
 def start(home: str) -> subprocess.Popen[bytes] | None:
@@ -98,6 +105,13 @@ class ServiceClient:
         self.failures = 0
         self._started: subprocess.Popen[bytes] | None = None
         self._started_at = 0.0
+        import threading
+
+        # One connection kept open between requests (the service waits on it for the next):
+        # no connect and no new thread in the service a request. Used by one request at a
+        # time; another at the same moment opens its own.
+        self._keeping = threading.Lock()
+        self._kept: tuple[Any, Any, float] | None = None  # socket, its service's token, when
 
     @property
     def usable(self) -> bool:
@@ -113,7 +127,7 @@ class ServiceClient:
         while attempts < ATTEMPTS and time.monotonic() < deadline:
             info = self.ready()
             try:
-                answer = exchange(info, payload, time.monotonic() + self.timeout, MAX_ANSWER)
+                answer = self._exchange(info, payload, time.monotonic() + self.timeout)
             except TimeoutError as exc:  # it is alive but stuck: asking again would pile up
                 self.failures += 1
                 raise Unavailable(f"the memory service took over {self.timeout:.0f} s",
@@ -136,11 +150,53 @@ class ServiceClient:
         self.failures += 1
         raise Unavailable("the memory service stopped answering")
 
+    def _exchange(self, info: dict[str, Any], payload: dict[str, Any], deadline: float
+                  ) -> dict[str, Any] | None:
+        if not self._keeping.acquire(blocking=False):
+            return exchange(info, payload, deadline, MAX_ANSWER)
+        try:
+            kept, self._kept = self._kept, None
+            if kept is not None and (kept[1] != info.get("token")
+                                     or time.monotonic() - kept[2] > KEEP_REUSE):
+                kept[0].close()  # another service now, or the service may have let it go
+                kept = None
+            sock = connect(info, deadline) if kept is None else kept[0]
+            try:
+                answer = exchange_on(sock, info, {**payload, "keep": True}, deadline,
+                                     MAX_ANSWER)
+            except TimeoutError:  # stuck: the caller decides, as for a fresh connection
+                sock.close()
+                raise
+            except (OSError, EOFError):
+                sock.close()
+                if kept is None:
+                    raise
+                # The kept connection was closed under us (the service restarted or let it
+                # go): asked again on a new one, as request() would (a store repeated finds
+                # its first copy rather than adding one).
+                sock = connect(info, deadline)
+                try:
+                    answer = exchange_on(sock, info, {**payload, "keep": True}, deadline,
+                                         MAX_ANSWER)
+                except BaseException:
+                    sock.close()
+                    raise
+            self._kept = (sock, info.get("token"), time.monotonic())
+            return answer
+        finally:
+            self._keeping.release()
+
     def ready(self) -> dict[str, Any]:
         """A running service this code may talk to, started when there is none."""
         deadline = time.monotonic() + self.start_wait
         while True:
-            info = announced(self.home, self.db_path)
+            info = announcement(self.home)
+            if info is not None and info.get("db") != os.path.realpath(self.db_path):
+                # One service a home, and it serves another database (LORE_DB_PATH differs):
+                # a start would only find its lock held, so this caller serves itself now
+                # rather than after the whole wait.
+                raise Unavailable(f"the memory service of this Lore home serves another "
+                                  f"database ({info.get('db')})")
             if info is not None:
                 if info.get("protocol") == PROTOCOL or self._older(info):
                     return info  # an older one drains when it sees our version (daemon.py)
@@ -164,6 +220,10 @@ class ServiceClient:
         return version_key(str(info.get("version", ""))) < version_key(self.version)
 
     def close(self) -> None:
+        with self._keeping:
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[0].close()
         started, self._started = self._started, None
         if started is not None:
             started.poll()  # reaped if it has exited; a live one runs on in its own session

@@ -14,6 +14,7 @@ from typing import TypeVar
 from ..core.config import Settings
 from ..core.errors import LoreError
 from ..recall.memory import Memory
+from ..recall.recontext import recontext_all
 from ..recall.spaces import Spaces
 from ..store import BusyError, Store
 
@@ -141,6 +142,10 @@ class Service:
             filler = Memory(self.memory.db_path, self.memory.embedder, self.memory.clock)
             try:
                 done = filler.backfill_embeddings(batch=BACKFILL_BATCH)
+                # Vectors a crash left provisional (recall/recontext.py), this index patched.
+                if filler.embedder_ready():
+                    done += recontext_all(filler.writer, filler.embedder,  # type: ignore[arg-type]
+                                          self.memory.index)
                 filler.date_backlog()
             finally:
                 filler.close()

@@ -1,6 +1,7 @@
 """What the memory service answers, op by op, over its one warm Memory: the five tools (as
 MCP CallToolResult JSON, exactly what the in-process server sends), the per-prompt recall
-(the hook's request, as the in-process servers answer it), `lore recall`, and its status."""
+(the hook's request, as the in-process servers answer it), `lore recall`, the viewer's search,
+and its status."""
 
 from __future__ import annotations
 
@@ -51,6 +52,8 @@ class Ops:
             return self.recall(args, project)
         if op == "status":
             return self.status()
+        if op == "search":
+            return self.search(args)
         return {"error": f"unknown op {op!r}"}
 
     def prompt(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,6 +102,33 @@ class Ops:
             return {"error": str(exc)}
         return {"text": render.recall_text(query, depth, recall.fragments, recall.keyword_only),
                 "ids": [s.fragment.id for s in recall.fragments]}
+
+    def search(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The viewer's search (web/served.py): `Memory.search` (depth None) or `query` at a
+        depth, never reinforcing, ranked for `project` (None: none), as ids with their score
+        and similarity; the viewer reads the rows from its own connection."""
+        text, depth, limit = args.get("text"), args.get("depth"), args.get("limit", 10)
+        project = args.get("project")
+        if (not isinstance(text, str) or not isinstance(limit, int)
+                or not (depth is None or isinstance(depth, int))
+                or not (project is None or isinstance(project, str))):
+            return {"error": "search needs a text, a limit, a depth (or null) and a project "
+                             "(or null)"}
+
+        def run(memory: Memory) -> Any:
+            saved, memory.project = memory.project, project
+            try:
+                return (memory.search(text, limit=limit) if depth is None else
+                        memory.query(text, depth=depth, limit=limit, reinforce=False))
+            finally:
+                memory.project = saved
+
+        try:
+            found = self.engine.call(run, True)
+        except ToolFailure as exc:
+            return {"error": str(exc)}
+        return {"hits": [[s.fragment.id, s.score, s.similarity] for s in found.fragments],
+                "keyword_only": found.keyword_only}
 
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "version": self.version, "warm": self.engine.warm.is_set(),

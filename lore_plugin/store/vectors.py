@@ -74,3 +74,47 @@ class Vectors(Connection):
             self.conn.executemany("UPDATE fragments SET embedding = NULL WHERE id = ?",
                                   [(i,) for i in ids])
             self.bump_vector_epoch()
+
+    # -- provisional vectors (recall/recontext.py) ------------------------------------------
+    # A fact that store_memory placed is first stored with the vector its placement query
+    # already had (its own text), and marked here, in the same transaction; the vector of its
+    # text under its parent replaces it later. The marks are `meta` rows, so a crash between
+    # the two keeps them: whoever opens the writer next finishes the work.
+    _RECONTEXT = "recontext:"
+
+    def mark_recontext(self, fid: str) -> None:
+        with self.write():
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')",
+                              (self._RECONTEXT + fid,))
+
+    def recontext_pending(self, limit: int) -> list[tuple[str, str, str, str | None]]:
+        """(id, summary, content, parent's summary) of marked live fragments, oldest first.
+        Marks of fragments gone or superseded meanwhile are dropped here."""
+        keys = [r[0] for r in self.conn.execute(
+            "SELECT key FROM meta WHERE key >= ? AND key < ? ORDER BY rowid LIMIT ?",
+            (self._RECONTEXT, self._RECONTEXT[:-1] + ";", limit))]
+        ids = [k[len(self._RECONTEXT):] for k in keys]
+        rows = {r[0]: (r[0], r[1], r[2], r[3]) for r in self._rows_in(
+            "SELECT f.id, f.summary, f.content, (SELECT p.summary FROM edges e JOIN fragments p "
+            "ON p.id = e.source WHERE e.target = f.id AND e.kind = 'hierarchical' LIMIT 1) "
+            "FROM fragments f "
+            "WHERE f.id IN (%s) AND f.superseded_by IS NULL AND f.embedding IS NOT NULL", ids)}
+        gone = [k for k, i in zip(keys, ids) if i not in rows]
+        if gone:
+            with self.write():
+                self.conn.executemany("DELETE FROM meta WHERE key = ?", [(k,) for k in gone])
+        return [rows[i] for i in ids if i in rows]
+
+    def recontext_count(self) -> int:
+        return int(self._one("SELECT count(*) FROM meta WHERE key >= ? AND key < ?",
+                             (self._RECONTEXT, self._RECONTEXT[:-1] + ";")) or 0)
+
+    def set_recontexted(self, pairs: Sequence[tuple[str, bytes]]) -> None:
+        """The final vectors, and the marks removed, in one transaction. No epoch bump: the
+        writer's process patches its index in place (VectorIndex.replace), and a reload
+        elsewhere would cost every other reader a full load for a small change of vector."""
+        with self.write():
+            self.conn.executemany("UPDATE fragments SET embedding = ? WHERE id = ?",
+                                  [(b, i) for i, b in pairs])
+            self.conn.executemany("DELETE FROM meta WHERE key = ?",
+                                  [(self._RECONTEXT + i,) for i, _ in pairs])

@@ -262,7 +262,7 @@ def test_the_servers_memory_shares_its_index_with_its_writer_and_closing_it_drai
 
 # -- crashes: a real process killed inside the group transaction, then the stores retried ----
 CHILD = textwrap.dedent("""
-    import json, sys, threading
+    import json, sys, threading, time
     from pathlib import Path
     from lore_plugin.embedding.embedder import LocalEmbedder
     from lore_plugin.recall.group_commit import GroupWriter
@@ -286,6 +286,7 @@ CHILD = textwrap.dedent("""
         t.start()
     for t in threads:
         t.join()
+    time.sleep(1)  # idle: the writer replaces the provisional vectors (recontext.py)
     writer.close()
 """)
 
@@ -298,7 +299,7 @@ def run_child(db: Path, requests: list[tuple[str, str]], crash_at: str | None
     return done.returncode, [json.loads(line) for line in done.stdout.splitlines() if line]
 
 
-KILLED_AT = ["group-before-commit:2", "group-after-commit:2"]
+KILLED_AT = ["group-before-commit:2", "group-after-commit:2", "group-before-recontext"]
 
 
 def test_every_group_commit_crash_point_in_the_code_is_exercised_here():
@@ -328,6 +329,10 @@ def test_a_writer_killed_in_its_transaction_loses_nothing_acknowledged_and_a_ret
     for summary, fid, duplicate in again:
         if summary in kept:
             assert duplicate and (summary not in first or first[summary] == fid)
+    if point == "group-before-recontext":  # killed with vectors provisional: the retry's
+        from tests.recall.test_recontext import assert_final_vectors  # writer finished them
+
+        assert_final_vectors(db)
 
 
 # -- the MCP server's store_memory goes through it ---------------------------------------

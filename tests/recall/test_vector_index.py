@@ -137,7 +137,7 @@ def test_snapshot_vectors_are_mapped_from_the_file_not_copied(tmp_path, monkeypa
     assert not _mapped(index.matrix)  # read from SQLite
     assert index.save_snapshot(store)
     # The server that wrote the file swaps its own copies for views of it; answers stay.
-    assert _mapped(index.matrix) and _mapped(index.reduced) and not index.matrix.flags.writeable
+    assert _mapped(index.matrix) and _mapped(index.reduced)
     assert [index.search(q, 10) for q in queries] == before
     fresh = search.VectorIndex(index.snapshot)
     fresh.refresh(store)
@@ -250,7 +250,7 @@ def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_p
 
 
 def test_top_rows_is_exact_with_ties_masks_and_every_size():
-    from lore_plugin.recall.search import _top_rows
+    from lore_plugin.recall.vector_math import top_rows
 
     rng = np.random.default_rng(3)
     for trial in range(200):
@@ -261,7 +261,7 @@ def test_top_rows_is_exact_with_ties_masks_and_every_size():
             scores[rng.random(size) < 0.8] = -np.inf
         if trial % 4 == 0:  # many equal scores around the threshold
             scores = np.round(scores, 1)
-        top = _top_rows(scores, n)
+        top = top_rows(scores, n)
         finite = np.sort(scores[np.isfinite(scores)])
         assert len(set(top.tolist())) == len(top)
         assert np.array_equal(np.sort(scores[top]), finite[len(finite) - min(n, len(finite)):])
@@ -285,3 +285,34 @@ def test_creation_dates_line_up_with_the_index_rows(tmp_path):
     assert len(ids) == 45 and index._dates is not None
     assert [int(fid, 16) for fid in ids] == [i for i in range(60) if i % 4]
     assert index._dates[1].tolist() == [1000.0 + int(fid, 16) * 86400 for fid in ids]
+
+
+@pytest.mark.parametrize("size", [500, 3500])
+def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(tmp_path,
+                                                                            monkeypatch, size):
+    """recall/recontext.py: a provisional vector replaced without an epoch bump is what the
+    index then finds, in the float32 index, the int8 + PCA one, and one mapped from a
+    snapshot (read-only pages: patched, they become the index's own copy)."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 3000)
+    rng = np.random.default_rng(11)
+    vectors = clustered(rng, size)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors, 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    if size > 3000:
+        assert index.save_snapshot(store) and _mapped(index.matrix)
+    before_file = np.array(index.matrix[0])
+    new = clustered(rng, 3)
+    ids = [f"{i:032x}" for i in (0, 7, size - 1)]
+    assert index.replace({**dict(zip(ids, new)), "f" * 32: new[0]}) == 3  # unknown id: skipped
+    for fid, vec in zip(ids, new):
+        assert index.similarities(vec, [fid])[fid] > 0.999
+        assert index.search(vec, 1)[0][0] == fid
+    untouched = f"{3:032x}"
+    assert index.similarities(vectors[3], [untouched])[untouched] > 0.999
+    if size > 3000:  # patched in its copy-on-write pages, not copied whole
+        assert _mapped(index.matrix) and _mapped(index.reduced)
+        reread = vector_snapshot.load(index.snapshot)  # the file itself is unchanged
+        assert reread is not None and np.array_equal(reread.matrix[0], before_file)
+    store.close()

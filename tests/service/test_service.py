@@ -170,3 +170,35 @@ def test_a_client_that_cannot_start_a_service_says_so_within_its_wait(home: Path
     with pytest.raises(Unavailable):
         lonely.request("status")
     assert time.monotonic() - started < 10
+
+
+def test_a_second_database_in_the_same_home_is_served_in_process_at_once(home: Path):
+    """One service a home: while it serves memory.db, a caller of another database (its own
+    LORE_DB_PATH) hears at once that it must serve itself, instead of starting services that
+    find the lock held until its whole wait (30 s) is over."""
+    first = client(home).request("status")["pid"]
+    other = ServiceClient(str(home), str(home.parent / "other.db"), "/work/project")
+    assert other.start_wait >= 30  # the default wait, which it must not sit through
+    started = time.monotonic()
+    with pytest.raises(Unavailable, match="another database"):
+        other.request("status")
+    assert time.monotonic() - started < 2
+    assert client(home).request("status")["pid"] == first  # the first one serves on
+
+
+def test_a_client_keeps_its_connection_between_requests_and_replaces_one_that_died(home: Path):
+    """The front's hop (service/client.py, `keep`): one connection serves request after
+    request, saving a connect and a service thread each; a service killed meanwhile costs
+    the next request nothing but a new connection to the new service."""
+    mine = client(home)
+    first = mine.request("status")["pid"]
+    kept = mine._kept[0] if mine._kept else None
+    assert kept is not None
+    for _ in range(3):
+        assert mine.request("status")["pid"] == first
+        assert mine._kept is not None and mine._kept[0] is kept  # the same connection
+    os.kill(first, signal.SIGKILL)
+    wait_gone(first, timeout=30)
+    again = mine.request("status")["pid"]  # a new service, asked on a new connection
+    assert again != first and mine._kept is not None and mine._kept[0] is not kept
+    mine.close()
