@@ -20,13 +20,14 @@ from .vectors import vector_blob
 
 LAST_RUN = "last_consolidation"  # meta: when the last real cycle of this space finished
 LAST_REPORT = "last_consolidation_report"  # meta: its report (JSON)
-# The rule of three needs the failures extraction records; the hub keeps none (yet), so
-# the cycle says it skipped that phase here rather than pretend it found nothing.
+RELEVANCE_BATCH = 100  # relevance updates per transaction (see set_relevance_if_unchanged)
 _WRITER = ("(%(s)s = ANY ((SELECT lore_spaces('write'))::text[]) OR "
            "coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false))")
 
 
 class Upkeep(Fragments):
+    # The rule of three needs the failures extraction records; the hub keeps none (yet), so
+    # the cycle says it skipped that phase here rather than pretend it found nothing.
     records_failures = False
 
     # -- phase 0: relevance -----------------------------------------------------------------
@@ -39,15 +40,31 @@ class Upkeep(Fragments):
 
     def set_relevance_if_unchanged(self, rows: Sequence[tuple[float, int, float, int]]) -> int:
         """(score, seq, last_reinforced, access_count): a fragment recalled since the caller
-        read it keeps the score recall gave it. One statement; returns how many changed."""
+        read it keeps the score recall gave it. Returns how many were updated.
+
+        A fragment's row holds its vector (2 KB), so a page has no room for a second version
+        of it and the update is not HOT: every index takes a new entry, the HNSW one at some
+        10 ms a row (100 s for 10K rows here, against 1 s without it). So the rows go in
+        transactions of RELEVANCE_BATCH, each a second or so: a recall that updates one of
+        them waits that long at most, never the whole phase."""
         if not rows:
             return 0
-        score, seq, reinforced, count = (list(c) for c in zip(*rows))
-        return self._atomic(lambda: self._run(
-            "UPDATE fragments f SET relevance_score = u.score FROM unnest(%s::float8[], "
-            "%s::bigint[], %s::float8[], %s::int[]) AS u(score, seq, reinforced, n) "
-            "WHERE f.space = %s AND f.seq = u.seq AND f.last_reinforced = u.reinforced "
-            "AND f.access_count = u.n", (score, seq, reinforced, count, self.space)))
+        by_seq = {int(r[0]): r[1] for r in self._all(  # one read: a hashed = ANY
+            "SELECT seq, id FROM fragments WHERE space = %s AND seq = ANY(%s)",
+            (self.space, [int(r[1]) for r in rows]))}
+        known = [(by_seq[int(seq)], score, reinforced, count)
+                 for score, seq, reinforced, count in rows if int(seq) in by_seq]
+        updated = 0
+        for start in range(0, len(known), RELEVANCE_BATCH):
+            ids, score, reinforced, count = (list(c) for c in zip(
+                *known[start:start + RELEVANCE_BATCH]))
+            updated += self._atomic(lambda ids=ids, score=score, reinforced=reinforced,  # type: ignore[misc]
+                                    count=count: self._run(
+                "UPDATE fragments f SET relevance_score = u.score FROM unnest(%s::text[], "
+                "%s::float8[], %s::float8[], %s::int[]) AS u(id, score, reinforced, n) "
+                "WHERE f.space = %s AND f.id = u.id AND f.last_reinforced = u.reinforced "
+                "AND f.access_count = u.n", (ids, score, reinforced, count, self.space)))
+        return updated
 
     def ids_by_rowid(self, rowids: Sequence[int]) -> dict[int, str]:
         if not rowids:
