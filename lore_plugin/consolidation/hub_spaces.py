@@ -122,3 +122,15 @@ def run_hub_if_overdue(settings: Settings, clock: Clock, force: bool = False,
         finally:
             store.close()
     return outcomes
+
+
+_WHY = {"read-only": "not consolidated: this role only reads it",
+        "not due": "not due (its schedule is kept in the hub, for every machine)",
+        "locked": "another machine is consolidating it now"}
+
+
+def describe_outcomes(outcomes: dict[str, dict[str, Any] | str]) -> list[str]:
+    """One line per hub space, for `lore consolidate`."""
+    return [f"hub space {space}: " + (
+        f"consolidated in {o.get('duration_s', 0):.2f}s: {summary_line(o)}"
+        if isinstance(o, dict) else _WHY.get(o, o)) for space, o in outcomes.items()]

@@ -290,3 +290,21 @@ def test_a_hub_run_killed_at_random_points_leaves_a_consistent_space(template, h
         assert hub._one("SELECT count(*) FROM fragments WHERE space = %s AND depth = 0 AND "
                         "superseded_by IS NOT NULL", (hub.space,)) == 10  # every duplicate
         hub.close()
+
+
+def test_lore_consolidate_runs_the_hub_spaces_after_the_local_file(hub_url, isolated_home,
+                                                                    monkeypatch, capsys):
+    from lore_plugin.cli.main import main as cli_main
+
+    hub = small_space(hub_url, time.time)
+    Store(isolated_home / "memory.db").close()
+    monkeypatch.setenv("LORE_HUB_URL", hub_url)
+    monkeypatch.setenv("LORE_HUB_SPACE", hub.space)
+    assert cli_main(["consolidate"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("consolidated in")
+    assert f"hub space {hub.space}: consolidated in" in out and "forgotten 0" in out
+    assert hub.last_consolidated() is not None
+    assert cli_main(["consolidate"]) == 0
+    assert f"hub space {hub.space}: not due" in capsys.readouterr().out
+    hub.close()
