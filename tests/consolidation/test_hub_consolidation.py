@@ -341,3 +341,17 @@ def test_lore_consolidate_runs_the_hub_spaces_after_the_local_file(hub_url, isol
     assert cli_main(["consolidate"]) == 0
     assert f"hub space {hub.space}: not due" in capsys.readouterr().out
     hub.close()
+
+
+def test_the_session_start_sweep_consolidates_an_overdue_hub_space(hub_url, tmp_path, clock):
+    from lore_plugin.worker.run import Worker
+
+    hub = small_space(hub_url, clock)
+    clock.advance(days=61)
+    settings = settings_for(tmp_path, hub_url, hub.space)
+    Store(settings.db_path).close()
+    projects = tmp_path / "projects"
+    projects.mkdir()
+    Worker(settings, clock).sweep(projects)
+    assert hub.last_consolidated() == clock() and hub.count_fragments() == 1
+    hub.close()
