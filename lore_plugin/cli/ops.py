@@ -20,6 +20,19 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    """The local file's cycle, then each hub space this Lore uses and may write."""
+    code = _consolidate_local(args, settings)
+    if settings.hub_url and not args.dry_run:
+        import time
+
+        from ..consolidation.hub_spaces import describe_outcomes, run_hub_if_overdue
+
+        print("\n".join(describe_outcomes(run_hub_if_overdue(settings, time.time,
+                                                              force=args.force))))
+    return code
+
+
+def _consolidate_local(args: argparse.Namespace, settings: Settings) -> int:
     import time
 
     from ..consolidation.cycle import consolidate

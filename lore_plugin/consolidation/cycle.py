@@ -343,6 +343,21 @@ def phase_forget(run: Run, table: Table) -> None:
     run.phase("forget", started, forgotten=forgotten, candidates=len(ids), items=items)
 
 
+# -- phase 7 ----------------------------------------------------------------------------------
+def phase_patterns(run: Run) -> None:
+    """The rule of three (issue 17) over the failures extraction recorded; a store that
+    records none (a hub space) says so instead of reporting zero patterns found."""
+    from ..capture.patterns import consolidate_patterns
+
+    run.report["patterns"] = 0
+    if not run.store.records_failures:
+        run.report["skipped"]["patterns"] = "this store keeps no failure records"
+        return
+    t = time.perf_counter()
+    run.report["patterns"] = run.phase("patterns", t, **consolidate_patterns(
+        run.store, run.dry_run))["patterns"]
+
+
 # -- the cycle --------------------------------------------------------------------------------
 def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None = None,
                 embedder: Embedder | None = None, dry_run: bool = False,
@@ -376,11 +391,7 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
                llm_missing)
     phase_decay(run)
     phase_forget(run, table)
-    from ..capture.patterns import consolidate_patterns  # the rule of three (issue 17)
-
-    t = time.perf_counter()
-    run.report["patterns"] = run.phase("patterns", t, **consolidate_patterns(store, dry_run))[
-        "patterns"]
+    phase_patterns(run)
     run.report["duration_s"] = round(time.perf_counter() - started, 3)
     if not dry_run:
         store.record_consolidation(started_at, clock(), False, run.report)

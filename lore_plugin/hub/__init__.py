@@ -15,6 +15,8 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
     corrections  a team space's record of supersessions (both authors), and their undo
+    upkeep       what the consolidation cycle reads and writes, the space's schedule
+    forgetting   forgetting under the author/owner rule of forget_sql
     transfer     bulk insert keeping ids, export
     dev          a throwaway local server (`lore hub dev`, the tests)"""
 
@@ -32,16 +34,20 @@ from .errors import (
     NoPgvector,
     UnknownSpace,
 )
+from .forgetting import Forgetting
 from .keywords import Keywords
 from .ledger import Ledger
 from .team_reads import TeamReads
 from .transfer import Transfer
+from .upkeep import Upkeep
 
 __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnavailable",
            "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
 
 
-class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections):  # issue 29
+class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
+               Forgetting):
+    # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28)
     """One space of a hub, through a small connection pool (see the modules)."""
 
 

@@ -21,6 +21,8 @@ def redacted_failure_rows(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ..
 
 
 class Loops(Connection):
+    records_failures = True  # the cycle's patterns phase reads them (a hub space keeps none)
+
     # -- failures and patterns --------------------------------------------------------------
     def add_failure_records(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """(session id, project, kind, kind key, what, fix, embedding blob, created_at). Meant

@@ -167,6 +167,10 @@ class Worker:
         from ..consolidation.schedule import run_if_overdue
 
         run_if_overdue(self.settings, self.clock)
+        if self.settings.hub_url:  # each hub space once across machines (hub_spaces.py)
+            from ..consolidation.hub_spaces import run_hub_if_overdue
+
+            run_hub_if_overdue(self.settings, self.clock)
         return totals
 
 

@@ -234,6 +234,88 @@ def test_history_is_recorded_once_and_its_watermarks_start_after_it(backend):
     assert store.history() == [("/t/old.jsonl", 500, 0)] and store.history_recorded()
 
 
+# -- what the consolidation cycle reads and writes (consolidation/cycle.py) -------------------
+def _unit(seed: int) -> bytes:
+    import numpy as np
+
+    from lore_plugin.embedding.embedder import to_blob
+
+    v = np.random.default_rng(seed).standard_normal(384).astype(np.float32)
+    return to_blob(v / np.linalg.norm(v))
+
+
+def test_relevance_is_read_as_numbers_and_written_back_unless_recall_moved_it(backend):
+    store = backend.store
+    a = store.insert(_frag("a", importance=0.5), now=10.0)
+    b = store.insert(_frag("b", 1, importance=0.9), now=20.0)
+    rows = {r[0]: r for r in store.relevance_table()}
+    assert len(rows) == 2 and all(isinstance(v, (int, float)) for r in rows.values() for v in r)
+    by_rowid = store.ids_by_rowid(list(rows))
+    assert sorted(by_rowid.values()) == sorted([a, b])
+    rowid = {fid: r for r, fid in by_rowid.items()}
+    _, importance, count, decay, reinforced, created, depth, score = rows[rowid[b]]
+    assert (importance, count, created, depth) == (0.9, 0, 20.0, 1)
+    from lore_plugin.core.relevance import MemoryState
+
+    # Recalled after the cycle read it: keeps the score recall gave it.
+    store.save_memory_states({a: (MemoryState(1, 0.5, 30.0, 30.0), 0.9)})
+    updated = store.set_relevance_if_unchanged(
+        [(0.123, rowid[a], rows[rowid[a]][4], 0), (0.456, rowid[b], reinforced, count)])
+    assert updated == 1
+    assert store.get(b).relevance_score == 0.456 and store.get(a).relevance_score == 0.9
+
+
+def test_associative_links_are_undirected_keep_the_larger_weight_and_decay(backend):
+    store = backend.store
+    a, b, c = (store.insert(_frag(x), now=1.0) for x in "abc")
+    assert store.upsert_associative([(a, b, 0.5), (b, a, 0.7), (a, c, 0.2)], 1.0) == 2
+    assert store.upsert_associative([(b, a, 0.6), (c, a, 0.9)], 2.0) == 0
+    assert store.associative_pairs() == {frozenset((a, b)), frozenset((a, c))}
+    assert sorted(w for _, _, w in store.associative_of(a)) == [0.7, 0.9]
+    store.link(a, b, "temporal", 0.1, 1.0)
+    assert store.edge_decay_preview(0.5, 0.4) == (2, 1)
+    assert [(x, y) for x, y, _ in store.weakest_associative(0.5, 0.4, 10)] in (
+        [("a", "b")], [("b", "a")])
+    assert store.decay_edges("associative", 0.5, 0.4) == (2, 1)
+    assert [w for _, _, w in store.associative_of(a)] == [0.45]
+    assert [e.weight for e in store.edges_of(a, ("temporal",))] == [0.1]  # never decays
+
+
+def test_a_merge_moves_children_and_links_and_supersedes_in_one_step(backend):
+    store = backend.store
+    keep = store.insert(_frag("keep", 0), now=1.0, embedding=_unit(1))
+    gone = store.insert(_frag("gone", 0), now=2.0, embedding=_unit(2))
+    kid = store.insert(_frag("kid", 1), now=3.0, embedding=_unit(3), parent_id=gone)
+    other = store.insert(_frag("other", 0), now=4.0)
+    store.upsert_associative([(gone, other, 0.8), (gone, keep, 0.9)], 4.0)
+    assert [t[0] for t in store.topic_vectors()] == [keep, gone]
+    assert store.topic_vectors()[0][4] == _unit(1)
+    assert store.child_vectors([gone]) == [(gone, kid, "kid", _unit(3))]
+    assert store.merge_topic(gone, keep, 5.0) == 1
+    assert store.parent_id(kid) == keep and store.get(gone).superseded_by == keep
+    assert store.associative_of(gone) == []
+    assert {frozenset((x, y)) for x, y, _ in store.associative_of(keep)} == {
+        frozenset((keep, other))}
+    assert store.merge_topic(gone, keep, 6.0) is None  # no longer live: nothing happens
+    activity = {r[0]: r[3] for r in store.child_activity()}
+    assert activity == {keep: 1}
+
+
+def test_forgetting_takes_older_versions_along_and_never_a_topic(backend):
+    store = backend.store
+    root = store.insert(_frag("root", 0), now=1.0)
+    old = store.insert(_frag("old", 2), now=1.0, parent_id=root)
+    new = store.insert(_frag("new", 2), now=2.0, parent_id=root)
+    kid = store.insert(_frag("kid", 3), now=2.0, parent_id=new)
+    store.supersede(old, new, 3.0)
+    assert set(store.forget_inputs([old, new, root])) == {old, new, root}
+    assert store.forget(root, 4.0) == []
+    assert sorted(store.forget(new, 4.0)) == sorted([new, old])
+    assert store.parent_id(kid) == root
+    store.record_consolidation(5.0, 6.0, False, {"forgotten": 2})
+    assert store.last_consolidation()["report"] == {"forgotten": 2}
+
+
 # -- what only one backend has ---------------------------------------------------------------
 def test_the_database_answers_nearest_vectors_itself(backend, embedder):
     backend.cannot("sqlite", "vectors are searched in memory (recall/search.VectorIndex)")
