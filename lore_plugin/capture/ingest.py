@@ -363,7 +363,10 @@ class Ingestor:
                     links += 1
             if confirmed:
                 store.confirm(confirmed, now)
-            if failures:  # the rule of three's evidence (patterns.py)
+            # The rule of three's evidence (patterns.py). A hub space keeps no failure records
+            # (its cycle skips that phase), so they are dropped there, not written elsewhere:
+            # outside this transaction they could be counted twice after a retry.
+            if failures and store.records_failures:
                 store.add_failure_records(failures)
             apply_recall_use(store, list(recalls), now)  # implicit usefulness (usefulness.py)
             crash_point("before-watermark")

@@ -92,6 +92,28 @@ def test_a_routed_project_writes_its_knowledge_and_watermark_to_its_space(
     local.close()
 
 
+def test_a_routed_slice_that_reports_a_failure_still_stores_its_knowledge(
+        tmp_path: Path, settings, api, model, embedder, clock, hub_url: str) -> None:
+    """A hub space keeps no failure records: an extraction that reports one must not cost
+    the slice (it raised AttributeError once, and the slice was retried for ever)."""
+    space = f"t{os.urandom(6).hex()}"
+    HubStore(hub_url, space, create_space=True).close()
+    routed = replace(settings, hub_url=hub_url, hub_space=space)
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    writer.exchange(12)
+    model.extra = {"failures": [{"what": "pytest", "kind": "ModuleNotFoundError"}]}
+    ingestor = ingestor_for(routed, api, embedder, clock)
+    try:
+        report = ingestor.ingest(writer.path)
+    finally:
+        ingestor.close()
+    assert report.failed is None and report.batches >= 1
+    assert hub_facts(hub_url, space) == RULES
+    hub = HubStore(hub_url, space)
+    assert hub.watermark(str(writer.path)) == writer.path.stat().st_size
+    hub.close()
+
+
 def test_with_the_hub_stopped_nothing_moves_and_it_catches_up_exactly_once(
         tmp_path: Path, settings, api, embedder, clock, own_hub) -> None:
     folder, url = own_hub
