@@ -19,7 +19,7 @@ from ..safety.frame import neutralise
 from . import prompt_recall as pr
 from . import render
 from .memory import Memory
-from .team_notes import TeamNotes, team_line, trusted
+from .team_notes import TeamNotes, note_line, team_line, trusted
 
 NOTES_DEADLINE = 0.15  # seconds a prompt's answer waits for the hub and team spaces
 
@@ -47,15 +47,8 @@ def space_line(frag: Fragment, space: str, author: str, room: int) -> str | None
     when another role wrote it), its date and its space."""
     label = (render.authored_label(frag, neutralise(author)) if author
              else f"from: {render.source_label(frag)}")
-    head = f"- [{render.short_id(frag.id)}] "
-    tail = f" ({label}, {render.when(frag.created_at)}, space: {neutralise(space)})"
-    body = frag.summary
-    if frag.content and frag.content.strip() != frag.summary.strip():
-        body += " — " + frag.content
-    room_left = room - len(head) - len(tail)
-    if room_left < pr.MIN_ITEM_CHARS:
-        return None
-    return head + render.clip(neutralise(body), room_left) + tail
+    return note_line(frag, f"{label}, {render.when(frag.created_at)}, "
+                           f"space: {neutralise(space)}", room)
 
 
 def answer_with_spaces(memory: Memory, hubs: list[SpaceNotes], team: TeamNotes | None,

@@ -144,8 +144,15 @@ class TeamNotes:
 
 def team_line(frag: Fragment, author: str, room: int) -> str | None:
     """One team note in at most `room` characters: id, text, author and how it was known."""
+    return note_line(frag, f"{render.authored_label(frag, neutralise(author))}, "
+                           f"{render.when(frag.created_at)}", room)
+
+
+def note_line(frag: Fragment, label: str, room: int) -> str | None:
+    """A note of another space: id, neutralised text clipped to fit, then `label` (who knew
+    it, how, when) whole; None when the room cannot hold a useful part of the text."""
     head = f"- [{render.short_id(frag.id)}] "
-    tail = f" ({render.authored_label(frag, neutralise(author))}, {render.when(frag.created_at)})"
+    tail = f" ({label})"
     body = frag.summary
     if frag.content and frag.content.strip() != frag.summary.strip():
         body += " — " + frag.content
