@@ -68,3 +68,55 @@ def test_lore_team_manages_members_and_refuses_bad_input_in_one_line(hub_url: st
 
     removed = lore(hub_url, owner, "remove", member, "--space", space)
     assert removed.returncode == 0 and _members(hub_url, space) == {(owner, "owner")}
+
+
+def test_any_member_lists_a_teammate_s_correction_and_undoes_it_once(hub_url: str) -> None:
+    import time
+
+    from lore_plugin.core.types import NewFragment
+    from lore_plugin.hub import HubStore
+    from tests.hub.team_roles import make_team
+
+    team = make_team(hub_url)
+    owner = HubStore(team.urls["owner"], team.space)
+    member = HubStore(team.urls["member"], team.space)
+    try:
+        topic = owner.insert(NewFragment(content="Billing", summary="Billing", depth=0),
+                             time.time())
+        old = owner.insert(NewFragment(content="Deploys ride Tuesday.", summary="Deploys ride "
+                                       "Tuesday", depth=2), time.time(), parent_id=topic)
+        new = member.insert(NewFragment(content="Deploys ride Thursday.", summary="Deploys ride "
+                                        "Thursday", depth=2), time.time(), parent_id=topic)
+        member.supersede(old, new, time.time())
+    finally:
+        member.close()
+        owner.close()
+    roles = team.roles
+
+    listed = lore(hub_url, roles["reader"], "corrections", "--space", team.space)
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if x.startswith("#"))
+    entry = line[1:].split()[0]
+    assert f"{roles['member']} corrected {roles['owner']}'s" in line and "standing" in line
+    assert "Deploys ride Tuesday" in line and "Deploys ride Thursday" in line
+
+    refused = {"reader": lore(hub_url, roles["reader"], "undo", entry, "--space", team.space),
+               "outsider": lore(hub_url, roles["outsider"], "undo", entry, "--space", team.space)}
+    for who, done in refused.items():
+        assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, (who, done)
+        assert "Traceback" not in done.stderr
+
+    # The owner is the corrected fact's author; any writing member may undo: here the
+    # corrector's teammate who neither wrote nor corrected it would do, and so does the owner.
+    undone = lore(hub_url, roles["owner"], "undo", entry, "--space", team.space)
+    assert undone.returncode == 0, undone.stderr
+    assert f"undid {roles['member']}'s correction #{entry}" in undone.stdout
+    again = lore(hub_url, roles["member"], "undo", entry, "--space", team.space)
+    assert again.returncode != 0 and "undone already" in again.stderr
+    store = HubStore(team.urls["owner"], team.space)
+    try:
+        assert store.get(old).superseded_by is None
+    finally:
+        store.close()
+    after = lore(hub_url, roles["member"], "corrections", "--space", team.space)
+    assert f"undone by {roles['owner']}" in after.stdout
