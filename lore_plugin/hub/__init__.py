@@ -14,7 +14,8 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     keywords     tsvector search on FTS5's scale, query-term statistics
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
-    transfer     bulk insert keeping ids, export
+    transfer     bulk insert keeping ids (COPY through a staging table), export
+    vector_index a large load builds the HNSW index after its rows; repair if cut off
     dev          a throwaway local server (`lore hub dev`, the tests)"""
 
 from __future__ import annotations
@@ -52,4 +53,7 @@ def init_hub(url: str, spaces: tuple[str, ...] = ("personal",)) -> int:
         ran = bootstrap.migrate(conn, url)
         for space in spaces:
             bootstrap.ensure_space(conn, space, True, url)
+    from . import vector_index
+
+    vector_index.ensure(url)  # a bulk push cut off between dropping and building it
     return ran
