@@ -12,8 +12,8 @@ from typing import Any
 from ..safety.redact import redact
 from ..store.backup import Backup
 from . import vector_index
-from .fragments import Fragments
 from .copy_rows import check_vector, copy_binary
+from .fragments import Fragments
 from .vectors import vector_blob
 
 COLUMNS = Backup.EXPORT_COLUMNS  # the same row shape both ways

@@ -62,6 +62,12 @@ def _table_rows(conn: psycopg.Connection) -> float:
     return float(row[0]) if row else 0.0
 
 
+def _try_lock(conn: psycopg.Connection) -> bool:
+    """The loader's lock, held by this session until released or the session ends."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s)", (BULK_LOCK,)).fetchone()
+    return bool(row and row[0])
+
+
 def _build(conn: psycopg.Connection) -> None:
     if _state(conn) == "invalid":  # a build interrupted: it must go before IF NOT EXISTS
         conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {NAME}")
@@ -75,7 +81,7 @@ def ensure(url: str) -> bool:
     with bootstrap.connect(url) as conn:
         if _state(conn) == "valid" or not _owner(conn):
             return False
-        if not conn.execute("SELECT pg_try_advisory_lock(%s)", (BULK_LOCK,)).fetchone()[0]:
+        if not _try_lock(conn):
             return False  # a load is under way: its end builds the index
         try:
             if _state(conn) == "valid":
@@ -96,8 +102,8 @@ def set_aside(url: str, incoming: int) -> Iterator[bool]:
         yield False
         return
     with bootstrap.connect(url) as conn:
-        if (_table_rows(conn) > REBUILD_RATIO * incoming or not _owner(conn) or not
-                conn.execute("SELECT pg_try_advisory_lock(%s)", (BULK_LOCK,)).fetchone()[0]):
+        if (_table_rows(conn) > REBUILD_RATIO * incoming or not _owner(conn)
+                or not _try_lock(conn)):
             yield False
             return
         try:
