@@ -39,8 +39,9 @@ def push(db: Path, url: str, space: str) -> dict[str, float]:
     hub = HubStore(url, space, create_space=True)
     rows, edges = list(local.export_fragments()), list(local.export_edges())
     started = time.perf_counter()
-    for start in range(0, len(rows), PUSH_BATCH):
-        hub.insert_rows(rows[start:start + PUSH_BATCH])
+    with hub.bulk_load(len(rows)):  # as `lore hub push` (maintenance/hub_sync.push) does
+        for start in range(0, len(rows), PUSH_BATCH):
+            hub.insert_rows(rows[start:start + PUSH_BATCH])
     hub.insert_rows([], edges)
     seconds = time.perf_counter() - started
     again = time.perf_counter()

@@ -53,11 +53,12 @@ class Memory(Writes):
         BM25 scores and their rows (without text), read while the query is embedded, and the
         tokens of the best of them, which say how much of the query each holds."""
         store = self.keyword_store()
-        found = store.keyword_search(expr, KEYWORD_CANDIDATES)
-        scores = {f.id: -r for f, r in found}
-        best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
-        return KeywordHits(scores, {f.id: f for f, _ in found},
-                           store.fragment_tokens(best) if best else {})
+        with self.session(store):
+            found = store.keyword_search(expr, KEYWORD_CANDIDATES)
+            scores = {f.id: -r for f, r in found}
+            best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
+            return KeywordHits(scores, {f.id: f for f, _ in found},
+                               store.fragment_tokens(best) if best else {})
 
     def _start_keyword_search(self, expr: str) -> Future[KeywordHits]:
         if self._keyword_pool is None:
@@ -184,6 +185,14 @@ class Memory(Writes):
         _check_text(topic, "topic")
         _check_range(depth, "depth", 0, MAX_DEPTH)
         _check_range(limit, "limit", 1, MAX_LIMIT)
+        with self.session(self.reader):
+            recall = self._query(topic, depth, limit, include_superseded)
+        if reinforce:
+            self.reinforce([s.fragment.id for s in recall.fragments])
+        return recall
+
+    def _query(self, topic: str, depth: int, limit: int, include_superseded: bool) -> Recall:
+        """query() without its reinforcement."""
         hits = self._rank_candidates(topic, CANDIDATES, None, "hybrid", include_superseded)
         store = self.reader
         known = {h.fragment.id: h.fragment for h in hits.fragments}
@@ -219,10 +228,7 @@ class Memory(Writes):
                   if i in frags and frags[i].depth == depth
                   and (include_superseded or not frags[i].superseded_by)]
         ranked.sort(key=lambda s: s.score, reverse=True)
-        ranked = self._with_text(ranked[:limit])
-        if reinforce:
-            self.reinforce([s.fragment.id for s in ranked])
-        return Recall(ranked, hits.keyword_only)
+        return Recall(self._with_text(ranked[:limit]), hits.keyword_only)
 
     @staticmethod
     def _ancestors_at(store: Store, known: dict[str, Fragment], depth: int
