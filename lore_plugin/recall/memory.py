@@ -54,9 +54,14 @@ class Memory(Writes):
         tokens of the best of them, which say how much of the query each holds."""
         store = self.keyword_store()
         with self.session(store):
-            found = store.keyword_search(expr, KEYWORD_CANDIDATES)
+            along = getattr(store, "keyword_search_tokens", None)  # one round trip (hub)
+            found, tokens = (along(expr, KEYWORD_CANDIDATES) if along else
+                             (store.keyword_search(expr, KEYWORD_CANDIDATES), None))
             scores = {f.id: -r for f, r in found}
             best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
+            if tokens is not None:
+                return KeywordHits(scores, {f.id: f for f, _ in found},
+                                   {i: tokens[i] for i in best if i in tokens})
             return KeywordHits(scores, {f.id: f for f, _ in found},
                                store.fragment_tokens(best) if best else {})
 
@@ -99,6 +104,7 @@ class Memory(Writes):
         timed: dict[str, float] = {}
         if qvec is not None:
             self.index.refresh(store)
+            getattr(self.index, "take_rows", dict)()  # rows read by earlier searches: stale
             if window is not None:
                 self.index.load_dates(store)
             found = self.index.search_many(qvec, CANDIDATES, depth, [None] if window is None
@@ -111,8 +117,11 @@ class Memory(Writes):
                    else dated.candidates(store, self.index, window, qvec, self.tz))
         # The keyword thread reads its own candidates' rows (SQLite works outside the GIL);
         # this one reads the vector candidates' rows meanwhile.
-        found_rows = store.get_many(list({**cos, **timed, **written}), with_text=False,
-                                    with_parent=False)
+        wanted = {**cos, **timed, **written}
+        # A store that searches vectors itself read the rows of its hits along (hub spaces).
+        read = {i: f for i, f in getattr(self.index, "take_rows", dict)().items() if i in wanted}
+        found_rows = {**read, **store.get_many([i for i in wanted if i not in read],
+                                               with_text=False, with_parent=False)}
         # The query terms' document frequencies, read here while the keyword thread searches.
         stats = store.term_statistics(keyword_terms(words)) if keyword else (0, {})
         hits = keyword.result() if keyword else KeywordHits({}, {}, {})
