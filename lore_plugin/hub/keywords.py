@@ -8,7 +8,7 @@ FTS5's porter tokenizer stems). A match scores
 
 idf being FTS5's own (recall/fusion.idf) from the term's document count in the space, and
 ts_rank's normalisation 1 dividing by the log of the document length (the space's row
-count, idf's N, is re-read at most once a minute), with the summary
+count, idf's N, is re-read at most once a minute, as are term_statistics' counts), with the summary
 weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0) weighs them. That is
 BM25's shape (rare words count more, repeats saturate, long texts count less). Like FTS5's
 bm25 the score is returned negated (lower is better), and fusion divides a query's scores
@@ -26,6 +26,9 @@ from .connection import HubConnection
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 ROWS_TTL = 60.0  # seconds a space's row count (idf's N) is reused: it moves slowly
+# A term's document count moves as slowly, and counting it visits every row holding it (300
+# ms a query at 100K): kept as long as N, for this many terms at most.
+TERMS_KEPT = 5000
 # One pass over the matches: each (term, fragment) with its rank, read once (MATERIALIZED),
 # and each term's document count from the same rows. The count is a GROUP BY, not a window
 # over the matches: the window sorted every match with its tsvector, which spilled to disk
@@ -82,14 +85,23 @@ class Keywords(HubConnection):
         """(rows in the space, {term: (its lexemes, rows holding its rarest lexeme)})."""
         if not terms:
             return 0, {}
-        rows = self._all(
-            "WITH t AS (SELECT t, array(SELECT lexeme FROM unnest(to_tsvector('english', t))) "
-            "AS lex FROM unnest(%(t)s::text[]) AS t) "
-            "SELECT t.t, t.lex, (SELECT min((SELECT count(*) FROM fragments f WHERE "
-            "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM unnest(t.lex) AS x) "
-            "FROM t", {"t": list(terms), "s": self.space})
-        return self._row_count(), {t: (frozenset(lex), int(docs or 0)) for t, lex, docs in rows
-                                   if lex}
+        now = time.monotonic()
+        known: dict[str, tuple[float, frozenset[str], int]] = getattr(self, "_terms", {})
+        if len(known) > TERMS_KEPT:
+            known = {}
+        self._terms = known
+        asked = [t for t in dict.fromkeys(terms)
+                 if t not in known or now - known[t][0] > ROWS_TTL]
+        if asked:
+            for t, lex, docs in self._all(
+                    "WITH t AS (SELECT t, array(SELECT lexeme FROM unnest(to_tsvector("
+                    "'english', t))) AS lex FROM unnest(%(t)s::text[]) AS t) "
+                    "SELECT t.t, t.lex, (SELECT min((SELECT count(*) FROM fragments f WHERE "
+                    "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM "
+                    "unnest(t.lex) AS x) FROM t", {"t": asked, "s": self.space}):
+                known[t] = (now, frozenset(lex), int(docs or 0))
+        return self._row_count(), {t: (known[t][1], known[t][2]) for t in terms
+                                   if t in known and known[t][1]}
 
     def fragment_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """The distinct lexemes of each fragment's summary and content."""
