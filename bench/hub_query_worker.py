@@ -12,6 +12,7 @@ checkouts' rankings on the same data."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -19,11 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 
+# Lore first, from PYTHONPATH (the checkout being timed): bench_server puts this checkout
+# at the front of sys.path, and a package imported before that stays the one imported.
+import lore_plugin  # noqa: E402
+from lore_plugin.hub import HubStore  # noqa: E402
+from lore_plugin.recall.memory import Memory  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_server import copy_db, make_embedder, pct, queries  # noqa: E402
 
-from lore_plugin.hub import HubStore  # noqa: E402
-from lore_plugin.recall.memory import Memory  # noqa: E402
+TIMED = Path(os.environ["PYTHONPATH"]).resolve()
+assert Path(lore_plugin.__file__ or "").resolve().is_relative_to(TIMED), lore_plugin.__file__
 
 PROJECT = "/home/dev/src/project-a"
 

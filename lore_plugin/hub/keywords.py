@@ -32,7 +32,8 @@ TERMS_KEPT = 5000
 # One pass over the matches: each (term, fragment) with its rank, read once (MATERIALIZED),
 # and each term's document count from the same rows. The count is a GROUP BY, not a window
 # over the matches: the window sorted every match with its tsvector, which spilled to disk
-# at 100K (an external merge of 7 MB for a 4-word query).
+# at 100K (an external merge of 7 MB for a 4-word query). Equal scores (the same text in
+# several fragments) are ordered by id: which of them made the cut used to be the plan's.
 _SEARCH = (
     "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q "
     "FROM unnest(%(t)s::text[]) AS t), "
@@ -40,8 +41,8 @@ _SEARCH = (
     "FROM w JOIN fragments f ON f.space = %(s)s AND f.tsv @@ w.q WHERE numnode(w.q) > 0), "
     "d AS (SELECT t, count(*)::float8 AS docs FROM m GROUP BY t), "
     "h AS (SELECT m.id, sum(greatest(ln((%(n)s::float8 - d.docs + 0.5) / (d.docs + 0.5)), "
-    "1e-6) * m.r) AS score FROM m JOIN d ON d.t = m.t GROUP BY m.id ORDER BY score DESC "
-    "LIMIT %(k)s) ")
+    "1e-6) * m.r) AS score FROM m JOIN d ON d.t = m.t GROUP BY m.id ORDER BY score DESC, "
+    "m.id LIMIT %(k)s) ")
 
 
 def fts_terms(match: str) -> list[str]:
@@ -65,7 +66,7 @@ class Keywords(HubConnection):
                             for c in FRAGMENT_NUMBERS.split(", "))
         rows = self._all(
             _SEARCH + "SELECT " + columns + ", tsvector_to_array(f.tsv), h.score FROM h "
-            "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC",
+            "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC, h.id",
             {"t": terms, "s": self.space, "k": limit, "n": self._row_count()})
         return ([(row_to_fragment(r), -float(r[-1])) for r in rows],
                 {r[0]: frozenset(r[-2]) for r in rows})
