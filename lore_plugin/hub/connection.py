@@ -61,6 +61,7 @@ class HubConnection:
         self.model = model
         self.readonly = False
         self._local = threading.local()
+        self._pins, self._pins_lock = 0, threading.Lock()  # connections held by sessions
         with bootstrap.connect(url) as conn:
             if create_space:
                 bootstrap.migrate(conn, url)
@@ -112,18 +113,31 @@ class HubConnection:
         if self.in_transaction() or getattr(self._local, "session", None) is not None:
             yield
             return
-        try:
-            lent = self.pool.connection()
-            conn = lent.__enter__()
-        except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise HubUnavailable(f"the hub at {bootstrap.display(self.url)} is unreachable: "
-                                 f"{bootstrap._first_line(exc)}") from exc
-        self._local.session = conn
-        try:
+        # One connection always stays for statements that borrow: a session's thread may
+        # wait for another thread (the query for its keyword search), and that thread must
+        # find a connection, or both would wait for the pool's timeout.
+        with self._pins_lock:
+            pinned = self._pins < self.pool.max_size - 1
+            self._pins += pinned
+        if not pinned:
             yield
+            return
+        try:
+            try:
+                lent = self.pool.connection()
+                conn = lent.__enter__()
+            except (psycopg.OperationalError, PoolTimeout) as exc:
+                raise HubUnavailable(f"the hub at {bootstrap.display(self.url)} is "
+                                     f"unreachable: {bootstrap._first_line(exc)}") from exc
+            self._local.session = conn
+            try:
+                yield
+            finally:
+                self._local.session = None
+                lent.__exit__(None, None, None)
         finally:
-            self._local.session = None
-            lent.__exit__(None, None, None)
+            with self._pins_lock:
+                self._pins -= 1
 
     def _atomic(self, work: Callable[[], T]) -> T:
         """Runs `work` in one write transaction, again after a dropped connection: only for
