@@ -7,7 +7,8 @@ Memory.query answers bench_server.py's first N queries from both, alternating wh
 first query by query, with reinforcement as the tool does (the SQLite file is a copy, so the
 cache stays as built). Prints one JSON line: p50 and p95 of each. With --ranking, the hub's
 answers without reinforcement instead: ids and scores of each query, to compare two
-checkouts' rankings on the same data."""
+checkouts' rankings on the same data. With --reads, the hub alone without reinforcement:
+the read path's p50 and p95."""
 
 from __future__ import annotations
 
@@ -47,6 +48,24 @@ def ranking(url: str, space: str, n: int) -> None:
     print(json.dumps(out))
 
 
+def reads(url: str, space: str, n: int) -> None:
+    """The hub alone, without reinforcement: the read path's p50 and p95."""
+    hub = HubStore(url, space)
+    memory = Memory(hub, make_embedder(), project=PROJECT)
+    asked = queries(n + 10)
+    for text, depth in asked[:10]:
+        memory.query(text, depth=depth, reinforce=False)
+    took = []
+    for text, depth in asked[10:]:
+        started = time.perf_counter()
+        memory.query(text, depth=depth, reinforce=False)
+        took.append(time.perf_counter() - started)
+    memory.close()
+    hub.close()
+    print(json.dumps({"hub_read_p50_ms": round(1000 * statistics.median(took), 1),
+                      "hub_read_p95_ms": round(1000 * pct(took, 95), 1)}))
+
+
 def timings(url: str, space: str, db: Path, n: int) -> None:
     embedder = make_embedder()
     work = Path(tempfile.mkdtemp()) / "memory.db"
@@ -80,5 +99,7 @@ if __name__ == "__main__":
     url, space, db, n = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
     if "--ranking" in sys.argv:
         ranking(url, space, n)
+    elif "--reads" in sys.argv:
+        reads(url, space, n)
     else:
         timings(url, space, db, n)
