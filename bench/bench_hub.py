@@ -2,6 +2,12 @@
 
     python bench/bench_hub.py                          # 10K and 100K, 200 queries each
     python bench/bench_hub.py --sizes 10000 100000 300000 --queries 300 --write-seconds 30
+    python bench/bench_hub.py --url URL --base /tmp/base --runs 3 --sizes 10000 100000
+
+With --url, a running hub whose spaces bench-SIZE are filled already (by an earlier run) is
+used as it is. With --base, each run times the queries with an old checkout's code and this
+one's (hub_query_worker.py in a subprocess of each, alternating which goes first), on the
+same spaces and SQLite files, and the medians over the runs are printed side by side.
 
 For each size: bench_server.py's synthetic memory (topics › concepts › facts with real
 MiniLM vectors, cached in bench/.cache) is built in SQLite, then copied into a space of a
@@ -39,8 +45,9 @@ def push(db: Path, url: str, space: str) -> dict[str, float]:
     hub = HubStore(url, space, create_space=True)
     rows, edges = list(local.export_fragments()), list(local.export_edges())
     started = time.perf_counter()
-    for start in range(0, len(rows), PUSH_BATCH):
-        hub.insert_rows(rows[start:start + PUSH_BATCH])
+    with hub.bulk_load(len(rows)):  # as `lore hub push` (maintenance/hub_sync.push) does
+        for start in range(0, len(rows), PUSH_BATCH):
+            hub.insert_rows(rows[start:start + PUSH_BATCH])
     hub.insert_rows([], edges)
     seconds = time.perf_counter() - started
     again = time.perf_counter()
@@ -104,14 +111,54 @@ def writers(url: str, seconds: float) -> dict[str, float]:
             "writes_per_s": round(len(acked) / seconds)}
 
 
+def side_by_side(url: str, base: Path, sizes: list[int], runs: int, n: int, embedder,
+                 json_path: str | None) -> None:
+    import json
+    import subprocess
+
+    from common import bench_env
+
+    results: dict[str, object] = {"machine": machine(), "queries": n, "runs": {}}
+    rows = []
+    for size in sizes:
+        db = bench_db(size, embedder, rebuild=False)
+        took: dict[str, list[dict[str, float]]] = {"base": [], "this": []}
+        for i in range(runs):
+            order = [("base", base), ("this", ROOT)]
+            for name, tree in order if i % 2 else order[::-1]:
+                out = subprocess.run(
+                    [sys.executable, str(ROOT / "bench" / "hub_query_worker.py"), url,
+                     f"bench-{size}", str(db), str(n)], env=bench_env(PYTHONPATH=str(tree)),
+                    capture_output=True, text=True, check=True, timeout=3600)
+                took[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                print(f"  {size} run {i + 1} {name}: {took[name][-1]}", file=sys.stderr)
+        results["runs"][size] = took  # type: ignore[index]
+        for name, rs in took.items():
+            med = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+            rows.append([size, name, med["sqlite_p50_ms"], med["hub_p50_ms"],
+                         round(med["hub_p50_ms"] / med["sqlite_p50_ms"], 2),
+                         med["sqlite_p95_ms"], med["hub_p95_ms"]])
+    print(table(f"query_memory, old code beside this ({runs} runs of {n} queries, medians)",
+                ["fragments", "code", "SQLite p50", "hub p50", "hub/SQLite", "SQLite p95",
+                 "hub p95"], rows))
+    write_json(json_path, "hub_side_by_side", results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--write-seconds", type=float, default=30.0)
     parser.add_argument("--json")
+    parser.add_argument("--url", help="a running hub whose bench-SIZE spaces are filled")
+    parser.add_argument("--base", type=Path, help="an old checkout to time beside this one")
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     embedder = make_embedder()
+    if args.url and args.base:
+        side_by_side(args.url, args.base, args.sizes, args.runs, args.queries, embedder,
+                     args.json)
+        return
     folder = Path(tempfile.mkdtemp(prefix="lore-bench-hub-"))
     server = dev.start(folder)
     results: dict[str, object] = {"machine": machine(), "sizes": {}}

@@ -17,7 +17,8 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     corrections  a team space's record of supersessions (both authors), and their undo
     upkeep       what the consolidation cycle reads and writes, the space's schedule
     forgetting   forgetting under the author/owner rule of forget_sql
-    transfer     bulk insert keeping ids, export
+    transfer     bulk insert keeping ids (COPY through a staging table), export
+    vector_index a large load builds the HNSW index after its rows; repair if cut off
     dev          a throwaway local server (`lore hub dev`, the tests)"""
 
 from __future__ import annotations
@@ -60,4 +61,7 @@ def init_hub(url: str, spaces: tuple[str, ...] = ("personal",)) -> int:
         ran = bootstrap.migrate(conn, url)
         for space in spaces:
             bootstrap.ensure_space(conn, space, True, url)
+    from . import vector_index
+
+    vector_index.ensure(url)  # a bulk push cut off between dropping and building it
     return ran

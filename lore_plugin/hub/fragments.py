@@ -137,11 +137,22 @@ class Fragments(Tree, Vectors, Dates):
             return
         columns = list(zip(*[(i, s.access_count, s.decay_rate, s.last_accessed,
                               s.last_reinforced, r) for i, (s, r) in states.items()]))
-        self._atomic(lambda: self._run(  # one statement, one round trip
-            "UPDATE fragments f SET access_count = u.n, decay_rate = u.d, last_accessed = u.a, "
-            "last_reinforced = u.r, relevance_score = u.s FROM unnest(%s::text[], %s::int[], "
-            "%s::float8[], %s::float8[], %s::float8[], %s::float8[]) AS u(id, n, d, a, r, s) "
-            "WHERE f.space = %s AND f.id = u.id", (*[list(c) for c in columns], self.space)))
+
+        own = not self.in_transaction()  # a caller's transaction keeps its own durability
+
+        def work() -> None:
+            # Memory state is best effort (recall skips it when it cannot write): its commit
+            # need not wait for the WAL flush. A server crash may lose the last moment's
+            # reinforcements, never anything else: the setting is this transaction's only.
+            if own:
+                self._run("SET LOCAL synchronous_commit = off")
+            self._run(  # one statement, one round trip
+                "UPDATE fragments f SET access_count = u.n, decay_rate = u.d, last_accessed = "
+                "u.a, last_reinforced = u.r, relevance_score = u.s FROM unnest(%s::text[], "
+                "%s::int[], %s::float8[], %s::float8[], %s::float8[], %s::float8[]) AS "
+                "u(id, n, d, a, r, s) WHERE f.space = %s AND f.id = u.id",
+                (*[list(c) for c in columns], self.space))
+        self._atomic(work)
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:

@@ -4,17 +4,33 @@ a second push adds nothing, and a push cut off midway is finished by running it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..safety.redact import redact
 from ..store.backup import Backup
+from . import vector_index
+from .copy_rows import check_vector, copy_binary
 from .fragments import Fragments
-from .vectors import vector_blob, vector_text
+from .vectors import vector_blob
 
 COLUMNS = Backup.EXPORT_COLUMNS  # the same row shape both ways
 BATCH = 1000  # rows a transaction: a dropped connection costs one batch's retry
+EDGE_KEYS = "id, source, target, kind, weight, created_at"
+_VECTOR, _SUMMARY, _CONTENT, _CREATED = (COLUMNS.index(c) for c in
+                                         ("embedding", "summary", "content", "created_at"))
+_TYPES = {"depth": "int4", "embedding": "vector", "access_count": "int4",
+          "created_at": "float8", "last_accessed": "float8", "importance": "float8",
+          "relevance_score": "float8", "decay_rate": "float8", "last_reinforced": "float8",
+          "confirmed_at": "float8"}
+_COPY_TYPES = [_TYPES.get(c, "text") for c in COLUMNS]
+# Staging tables live for one batch (dropped after it, and with its transaction if it fails).
+_FRAGMENT_STAGE = ("CREATE TEMP TABLE lore_push_fragments (" + ", ".join(
+    f"{c} {_TYPES.get(c, 'text')}" for c in COLUMNS) + ") ON COMMIT DROP")
+_EDGE_STAGE = ("CREATE TEMP TABLE lore_push_edges (id text, source text, target text, "
+               "kind text, weight float8, created_at float8) ON COMMIT DROP")
 
 
 class Transfer(Fragments):
@@ -31,40 +47,53 @@ class Transfer(Fragments):
                                      self._insert_edges(part))
         return added[0], added[1]
 
+    @contextlib.contextmanager
+    def bulk_load(self, incoming: int) -> Iterator[bool]:
+        """Around insert_rows calls that bring about `incoming` new fragments: a large load
+        into a small hub builds the vector index once at the end (vector_index.py says when
+        and why that is safe); yields whether it does. An index a load cut off earlier left
+        missing is built first."""
+        vector_index.ensure(self.url)
+        with vector_index.set_aside(self.url, incoming) as aside:
+            yield aside
+
     def _insert_fragments(self, part: Sequence[dict[str, Any]]) -> int:
-        rows = [_fragment_row(self.space, f) for f in part]
-        if any(r[5] is not None for r in rows):
+        """One batch in a few round trips: the ids the space holds already, a COPY of the
+        others into a staging table, one INSERT of those the space still lacks (RETURNING
+        which: another writer may have added some meanwhile), the written dates of those."""
+        present = set(self._present([f["id"] for f in part]))  # a second push stops here
+        rows = [_fragment_row(f) for f in part if f["id"] not in present]
+        if not rows:
+            return 0
+        if any(r[_VECTOR] is not None for r in rows):
             self._claim_model()
-        cols = ", ".join(COLUMNS)
-        marks = ", ".join("%s::vector" if c == "embedding" else "%s" for c in COLUMNS)
-        ids = [f["id"] for f in part]
-        before = set(self._present(ids))
-        self._many(f"INSERT INTO fragments (space, {cols}) VALUES (%s, {marks}) "
-                   "ON CONFLICT (space, id) DO NOTHING",
-                   [r for r in rows if r[1] not in before])
-        self._many("UPDATE fragments SET superseded_by = %s WHERE space = %s AND id = %s AND "
-                   "superseded_by IS NULL",
-                   [(f["superseded_by"], self.space, f["id"]) for f in part
-                    if f.get("superseded_by") and f["id"] not in before])
-        new = [f for f in part if f["id"] not in before]
-        self._date_many([(f["id"], redact(f["summary"]), redact(f["content"]), f["created_at"])
-                         for f in new])
+        with self._cursor() as cur:
+            cur.execute(_FRAGMENT_STAGE)
+            copy_binary(cur, "lore_push_fragments", COLUMNS, _COPY_TYPES, rows)
+            cur.execute(f"INSERT INTO fragments (space, {', '.join(COLUMNS)}) SELECT %s, "
+                        f"{', '.join(COLUMNS)} FROM lore_push_fragments ON CONFLICT (space, id) "
+                        "DO NOTHING RETURNING id", (self.space,))
+            new = {r[0] for r in cur.fetchall()}
+            cur.execute("DROP TABLE lore_push_fragments")  # a caller's transaction may go on
+        self._date_many([(r[0], r[_SUMMARY], r[_CONTENT], r[_CREATED]) for r in rows
+                         if r[0] in new])
         return len(new)
 
     def _insert_edges(self, part: Sequence[dict[str, Any]]) -> int:
-        """Edges whose two ends are in the space, in one pipelined batch."""
-        ends = {e["source"] for e in part} | {e["target"] for e in part}
-        present = set(self._present(list(ends)))
-        rows = [(self.space, e["id"], e["source"], e["target"], e["kind"], e["weight"],
-                 e["created_at"]) for e in part
-                if e["source"] in present and e["target"] in present]
-        before = int(self._one("SELECT count(*) FROM edges WHERE space = %s AND id = ANY(%s)",
-                               (self.space, [r[1] for r in rows])))
-        self._many("INSERT INTO edges (space, id, source, target, kind, weight, created_at) "
-                   "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING", rows)
-        after = int(self._one("SELECT count(*) FROM edges WHERE space = %s AND id = ANY(%s)",
-                              (self.space, [r[1] for r in rows])))
-        return after - before
+        """The edges whose two ends are in the space, in one COPY and one INSERT."""
+        with self._cursor() as cur:
+            cur.execute(_EDGE_STAGE)
+            with cur.copy(f"COPY lore_push_edges ({EDGE_KEYS}) FROM STDIN") as copy:
+                for e in part:
+                    copy.write_row(tuple(e[k] for k in EDGE_KEYS.split(", ")))
+            cur.execute(
+                f"INSERT INTO edges (space, {EDGE_KEYS}) SELECT %(s)s, {EDGE_KEYS} FROM "
+                "lore_push_edges p WHERE EXISTS (SELECT 1 FROM fragments f WHERE f.space = %(s)s "
+                "AND f.id = p.source) AND EXISTS (SELECT 1 FROM fragments f WHERE "
+                "f.space = %(s)s AND f.id = p.target) ON CONFLICT DO NOTHING", {"s": self.space})
+            added = max(cur.rowcount, 0)
+            cur.execute("DROP TABLE lore_push_edges")
+            return added
 
     def _present(self, ids: Sequence[str]) -> list[str]:
         return [r[0] for r in self._all("SELECT id FROM fragments WHERE space = %s AND "
@@ -86,17 +115,19 @@ class Transfer(Fragments):
             yield dict(zip(keys, row))
 
 
-def _fragment_row(space: str, f: dict[str, Any]) -> tuple[Any, ...]:
-    values: list[Any] = [space]
+def _fragment_row(f: dict[str, Any]) -> tuple[Any, ...]:
+    """A row in COLUMNS' order for copy_binary: text redacted, numbers as their column's
+    type, the vector as it is stored (checked for its size there)."""
+    values: list[Any] = []
     for c in COLUMNS:
         v = f.get(c)
         if c in ("summary", "content"):
             v = redact(v or "")
-        elif c == "embedding":
-            v = None if v is None else vector_text(v)
-        elif c == "superseded_by":
-            v = None  # set once every row of the batch exists
         elif c == "metadata" and not isinstance(v, str):
             v = json.dumps(v or {})
+        elif c == "embedding":
+            check_vector(v)
+        elif v is not None and c in _TYPES and c != "embedding":
+            v = int(v) if _TYPES[c] == "int4" else float(v)
         values.append(v)
     return tuple(values)

@@ -12,7 +12,8 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..core.types import EMBED_BYTES, EMBED_DIM
+from ..core.types import EMBED_BYTES, EMBED_DIM, Fragment
+from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
 from .connection import HubConnection
 from .errors import HubAccessDenied, ModelMismatch
 
@@ -74,6 +75,14 @@ class Vectors(HubConnection):
                       window: tuple[float, float] | None = None) -> list[tuple[str, float]]:
         """The k live fragments nearest the query by cosine, best first, as (id, cosine);
         `depth` keeps one level, `window` those created in [start, end)."""
+        return [(f.id, cos) for f, cos in self.vector_search_rows(query, k, depth, window)]
+
+    def vector_search_rows(self, query: Any, k: int, depth: int | None = None,
+                           window: tuple[float, float] | None = None
+                           ) -> list[tuple[Fragment, float]]:
+        """vector_search with each fragment as get_many(with_text=False, with_parent=False)
+        reads it: the index scan visits those rows anyway, and the engine then needs no
+        second round trip for them."""
         if self.space_model()[0] not in (None, self.model):
             return []  # another model's vectors: no cosine against them means anything
         where, params = "", {"s": self.space, "q": _query_text(query), "k": k}
@@ -84,11 +93,11 @@ class Vectors(HubConnection):
             where += " AND created_at >= %(a)s AND created_at < %(b)s"
             params["a"], params["b"] = window
         rows = self._all(
-            "SELECT id, 1 - (embedding <=> %(q)s::vector) FROM fragments WHERE space = %(s)s "
-            f"AND superseded_by IS NULL AND embedding IS NOT NULL{where} "
+            f"SELECT {FRAGMENT_NUMBERS}, 1 - (embedding <=> %(q)s::vector) FROM fragments "
+            f"WHERE space = %(s)s AND superseded_by IS NULL AND embedding IS NOT NULL{where} "
             "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s", params)
         # relaxed_order (connection.py) may hand rows back slightly out of order.
-        return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: -r[1])
+        return sorted(((row_to_fragment(r), float(r[-1])) for r in rows), key=lambda r: -r[1])
 
     def vector_similarities(self, query: Any, ids: Sequence[str]) -> dict[str, float]:
         """Exact cosine for given fragments; those without a vector are left out."""

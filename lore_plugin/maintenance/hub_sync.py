@@ -101,11 +101,13 @@ def push(settings: Settings, local: Store, space: str, progress: Progress | None
         adopt_remote_keys(local)
         total = local.count_fragments()
         done = added = 0
-        for chunk in _chunks(local.export_fragments()):
-            added += hub.insert_rows(chunk)[0]
-            done += len(chunk)
-            if progress:
-                progress(done, total)
+        # At least this many are new: a large first push builds the vector index once.
+        with hub.bulk_load(total - hub.count_fragments()):
+            for chunk in _chunks(local.export_fragments()):
+                added += hub.insert_rows(chunk)[0]
+                done += len(chunk)
+                if progress:
+                    progress(done, total)
         linked = sum(hub.insert_rows([], chunk)[1] for chunk in _chunks(local.export_edges()))
         return Copied(added, linked)
     finally:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.types import Fragment
 from .search import VectorIndex
 
 
@@ -21,6 +22,7 @@ class DatabaseVectors(VectorIndex):
     def __init__(self, store: Any) -> None:
         super().__init__(None)
         self.store = store
+        self._rows: dict[str, Fragment] = {}  # of the last searches, until take_rows
 
     def refresh(self, store: Any) -> None:
         """Nothing to load: the database's index is always current."""
@@ -33,7 +35,16 @@ class DatabaseVectors(VectorIndex):
 
     def search(self, query: Any, k: int, depth: int | None = None,
                window: tuple[float, float] | None = None) -> list[tuple[str, float]]:
-        return self.store.vector_search(query, k, depth, window)  # type: ignore[no-any-return]
+        if not hasattr(self.store, "vector_search_rows"):
+            return self.store.vector_search(query, k, depth, window)  # type: ignore[no-any-return]
+        found = self.store.vector_search_rows(query, k, depth, window)
+        self._rows.update((f.id, f) for f, _ in found)
+        return [(f.id, cos) for f, cos in found]
+
+    def take_rows(self) -> dict[str, Fragment]:
+        """The rows (without text or parent) the searches since the last call read along."""
+        rows, self._rows = self._rows, {}
+        return rows
 
     def search_many(self, query: Any, k: int, depth: int | None,
                     windows: list[tuple[float, float] | None]) -> list[list[tuple[str, float]]]:

@@ -53,11 +53,17 @@ class Memory(Writes):
         BM25 scores and their rows (without text), read while the query is embedded, and the
         tokens of the best of them, which say how much of the query each holds."""
         store = self.keyword_store()
-        found = store.keyword_search(expr, KEYWORD_CANDIDATES)
-        scores = {f.id: -r for f, r in found}
-        best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
-        return KeywordHits(scores, {f.id: f for f, _ in found},
-                           store.fragment_tokens(best) if best else {})
+        with self.session(store):
+            along = getattr(store, "keyword_search_tokens", None)  # one round trip (hub)
+            found, tokens = (along(expr, KEYWORD_CANDIDATES) if along else
+                             (store.keyword_search(expr, KEYWORD_CANDIDATES), None))
+            scores = {f.id: -r for f, r in found}
+            best = sorted(scores, key=scores.__getitem__, reverse=True)[:COVERAGE_FROM]
+            if tokens is not None:
+                return KeywordHits(scores, {f.id: f for f, _ in found},
+                                   {i: tokens[i] for i in best if i in tokens})
+            return KeywordHits(scores, {f.id: f for f, _ in found},
+                               store.fragment_tokens(best) if best else {})
 
     def _start_keyword_search(self, expr: str) -> Future[KeywordHits]:
         if self._keyword_pool is None:
@@ -98,6 +104,7 @@ class Memory(Writes):
         timed: dict[str, float] = {}
         if qvec is not None:
             self.index.refresh(store)
+            getattr(self.index, "take_rows", dict)()  # rows read by earlier searches: stale
             if window is not None:
                 self.index.load_dates(store)
             found = self.index.search_many(qvec, CANDIDATES, depth, [None] if window is None
@@ -110,8 +117,11 @@ class Memory(Writes):
                    else dated.candidates(store, self.index, window, qvec, self.tz))
         # The keyword thread reads its own candidates' rows (SQLite works outside the GIL);
         # this one reads the vector candidates' rows meanwhile.
-        found_rows = store.get_many(list({**cos, **timed, **written}), with_text=False,
-                                    with_parent=False)
+        wanted = {**cos, **timed, **written}
+        # A store that searches vectors itself read the rows of its hits along (hub spaces).
+        read = {i: f for i, f in getattr(self.index, "take_rows", dict)().items() if i in wanted}
+        found_rows = {**read, **store.get_many([i for i in wanted if i not in read],
+                                               with_text=False, with_parent=False)}
         # The query terms' document frequencies, read here while the keyword thread searches.
         stats = store.term_statistics(keyword_terms(words)) if keyword else (0, {})
         hits = keyword.result() if keyword else KeywordHits({}, {}, {})
@@ -184,6 +194,14 @@ class Memory(Writes):
         _check_text(topic, "topic")
         _check_range(depth, "depth", 0, MAX_DEPTH)
         _check_range(limit, "limit", 1, MAX_LIMIT)
+        with self.session(self.reader):
+            recall = self._query(topic, depth, limit, include_superseded)
+        if reinforce:
+            self.reinforce([s.fragment.id for s in recall.fragments])
+        return recall
+
+    def _query(self, topic: str, depth: int, limit: int, include_superseded: bool) -> Recall:
+        """query() without its reinforcement."""
         hits = self._rank_candidates(topic, CANDIDATES, None, "hybrid", include_superseded)
         store = self.reader
         known = {h.fragment.id: h.fragment for h in hits.fragments}
@@ -219,10 +237,7 @@ class Memory(Writes):
                   if i in frags and frags[i].depth == depth
                   and (include_superseded or not frags[i].superseded_by)]
         ranked.sort(key=lambda s: s.score, reverse=True)
-        ranked = self._with_text(ranked[:limit])
-        if reinforce:
-            self.reinforce([s.fragment.id for s in ranked])
-        return Recall(ranked, hits.keyword_only)
+        return Recall(self._with_text(ranked[:limit]), hits.keyword_only)
 
     @staticmethod
     def _ancestors_at(store: Store, known: dict[str, Fragment], depth: int

@@ -4,11 +4,12 @@ memory.Memory adds retrieval and navigation, memory_writes.Writes reinforcement 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import tzinfo
 from pathlib import Path
@@ -93,6 +94,12 @@ class MemoryBase:
         self._keyword_store: Store | None = None
         self._keyword_pool: ThreadPoolExecutor | None = None
         self._closers: list[Callable[[], None]] = []  # see close_first
+        # A store across a network (a hub space) reinforces on this thread after the answer
+        # is returned: its reads and its write are round trips the answer need not wait for.
+        # The next read through this Memory waits for it (settle), so each query still sees
+        # every earlier one's reinforcement, as with SQLite; close() waits for it too.
+        self._reinforce_pool: ThreadPoolExecutor | None = None
+        self._reinforcing: Future[None] | None = None
 
     @property
     def index(self) -> VectorIndex:
@@ -114,6 +121,7 @@ class MemoryBase:
 
     @property
     def reader(self) -> Store:
+        self.settle()
         if self._reader is None:  # a read-only Store creates or migrates the file first if needed
             self._reader = self._given or Store(self.db_path, readonly=True)
         return self._reader
@@ -129,7 +137,35 @@ class MemoryBase:
             self._keyword_store = self._given or Store(self.db_path, readonly=True)
         return self._keyword_store
 
+    def settle(self) -> None:
+        """Waits for the reinforcement of the last answer if it is still being written."""
+        pending = self._reinforcing
+        if pending is not None:
+            pending.result()  # reinforce() logs and swallows its own failures
+            self._reinforcing = None
+
+    def after_answer(self, work: Callable[[], None]) -> None:
+        """`work` (a reinforcement) now on this thread, or, for a store across a network,
+        on the reinforcement thread once the answer is on its way (see __init__)."""
+        if not getattr(self._given, "remote", False):
+            work()
+            return
+        if self._reinforce_pool is None:
+            self._reinforce_pool = ThreadPoolExecutor(max_workers=1,
+                                                      thread_name_prefix="lore-reinforce")
+        self._reinforcing = self._reinforce_pool.submit(work)
+
+    @contextlib.contextmanager
+    def session(self, store: Any) -> Iterator[None]:
+        """One connection for this thread's reads of a store that lends them from a pool
+        (hub.HubStore.session); nothing for SQLite, whose connections are its own."""
+        with getattr(store, "session", contextlib.nullcontext)():
+            yield
+
     def close(self) -> None:
+        if self._reinforce_pool is not None:
+            self._reinforce_pool.shutdown(wait=True)  # the last reinforcement is written
+            self._reinforce_pool = None
         closers, self._closers = self._closers, []
         for closer in closers:
             closer()

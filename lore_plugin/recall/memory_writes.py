@@ -24,34 +24,43 @@ from .memory_base import (
 
 
 class Writes(MemoryBase):
-    def reinforce(self, ids: list[str]) -> None:
+    def reinforce(self, ids: list[str], now: float | None = None) -> None:
         """Reconsolidation: recalled fragments are strengthened, their neighbours (parent
-        and associations) more weakly. Best effort: a busy database skips it."""
+        and associations) more weakly, as of `now` (the answer's time; the clock's if not
+        given). Best effort: a busy database skips it. For a store across a network it is
+        written on the reinforcement thread (memory_base.after_answer)."""
         if not ids:
             return
-        now = self.clock()
-        try:
-            store = self.writer
-            recalled = store.get_many(ids, with_text=False)  # states, parents, importance
-            updates = {fid: (rel.reinforce(_state(f), now), f.importance)
-                       for fid, f in recalled.items()}
-            neighbours: dict[str, float] = {}
-            for f in recalled.values():
-                if f.parent_id:
-                    neighbours[f.parent_id] = max(neighbours.get(f.parent_id, 0.0), 0.5)
-            for edge in store.edges_touching(list(recalled), ("associative", "temporal")):
-                for fid, other in ((edge.source, edge.target), (edge.target, edge.source)):
-                    if fid in recalled:
-                        neighbours[other] = max(neighbours.get(other, 0.0), edge.weight)
-            near = store.get_many([n for n in neighbours if n not in updates], with_text=False)
-            for fid, f in near.items():
-                updates[fid] = (rel.spread(_state(f), neighbours[fid], now), f.importance)
-            final = {fid: (s, rel.relevance(imp, s.access_count, s.decay_rate,
-                                            s.last_reinforced, now))
-                     for fid, (s, imp) in updates.items()}
-            store.save_memory_states(final)
-        except Exception as exc:  # recall must not fail because reinforcement could not write
-            log.warning("reinforcement skipped: %s", exc)
+        at = self.clock() if now is None else now
+
+        def work() -> None:
+            try:
+                with self.session(self.writer):
+                    self._reinforce(ids, at)
+            except Exception as exc:  # recall must not fail because reinforcement could not write
+                log.warning("reinforcement skipped: %s", exc)
+        self.after_answer(work)  # on this thread, or after the answer for a hub space
+
+    def _reinforce(self, ids: list[str], now: float) -> None:
+        store = self.writer
+        recalled = store.get_many(ids, with_text=False)  # states, parents, importance
+        updates = {fid: (rel.reinforce(_state(f), now), f.importance)
+                   for fid, f in recalled.items()}
+        neighbours: dict[str, float] = {}
+        for f in recalled.values():
+            if f.parent_id:
+                neighbours[f.parent_id] = max(neighbours.get(f.parent_id, 0.0), 0.5)
+        for edge in store.edges_touching(list(recalled), ("associative", "temporal")):
+            for fid, other in ((edge.source, edge.target), (edge.target, edge.source)):
+                if fid in recalled:
+                    neighbours[other] = max(neighbours.get(other, 0.0), edge.weight)
+        near = store.get_many([n for n in neighbours if n not in updates], with_text=False)
+        for fid, f in near.items():
+            updates[fid] = (rel.spread(_state(f), neighbours[fid], now), f.importance)
+        final = {fid: (s, rel.relevance(imp, s.access_count, s.decay_rate,
+                                        s.last_reinforced, now))
+                 for fid, (s, imp) in updates.items()}
+        store.save_memory_states(final)
 
     def store(self, content: str, summary: str, parent_id: str | None = None,
               depth: int = 2, importance: float = 0.6, source_session: str | None = None,
