@@ -99,6 +99,7 @@ class TeamActivity:
     space: str
     role: str = ""
     corrections: list = field(default_factory=list)  # hub.corrections.Correction
+    others: list = field(default_factory=list)  # corrections of teammates' facts
     mine: list[Fragment] = field(default_factory=list)
     problem: str = ""  # the hub not reached, as one line
 
@@ -119,6 +120,9 @@ def team_activity(v: Viewer) -> TeamActivity | None:
             found.role = hub.role()
             found.corrections = hub.corrections(of_author=found.role, by_others=True,
                                                 limit=SHOWN)
+            # Any member may undo any correction, so the page shows the teammates' too.
+            found.others = [c for c in hub.corrections(limit=SHOWN)
+                            if c.original_author != found.role]
             found.mine = hub.authored(SHOWN)
         finally:
             hub.close()
@@ -133,18 +137,12 @@ def team_html(t: TeamActivity | None, csrf: str) -> str:
     head = f'<h2 id="team">Team space {e(t.space)}</h2>'
     if t.problem:
         return head + f'<p class="muted">Not reached: {e(t.problem)}</p>'
-    rows = []
-    for c in t.corrections:
-        undo = (post_button(f"/fragment/{e(c.old_id)}/uncorrect", "Undo", csrf,
-                            {"entry": str(c.id)}) if c.standing
-                else f'<span class="muted small">undone by {e(c.undone_by)} '
-                     f'{e(when(c.undone_at))}</span>')
-        rows.append(f'<tr><td class="small">{e(when(c.at))}</td><td>{e(c.corrector)} replaced '
-                    f'your “{e(clip(c.old_summary or "(forgotten since)", 80))}” with '
-                    f'“{e(clip(c.new_summary or "(forgotten since)", 80))}”</td><td>{undo}</td>'
-                    f'</tr>')
+    rows = [_correction_row(c, "your", csrf) for c in t.corrections]
     corrected = (f'<table id="team-corrections">{"".join(rows)}</table>' if rows else
                  '<p class="muted">No teammate has corrected your facts.</p>')
+    theirs = [_correction_row(c, f"{c.original_author}'s", csrf) for c in t.others]
+    others = (f'<h3>Corrections of teammates\' facts</h3><table id="team-other-corrections">'
+              f'{"".join(theirs)}</table>' if theirs else "")
     mine = "".join(
         f'<li>{e(clip(f.summary, 100))} <span class="muted small">[{e(short_id(f.id))}]</span> '
         + post_button(f"/fragment/{e(f.id)}/unshare", "Unshare", csrf,
@@ -153,7 +151,19 @@ def team_html(t: TeamActivity | None, csrf: str) -> str:
         + "</li>" for f in t.mine)
     return (head + f'<p class="muted small">You are {e(t.role)}. Any member may undo a '
             f'correction; the database records who did what.</p>'
-            f'<h3>Your facts teammates corrected</h3>{corrected}'
+            f'<h3>Your facts teammates corrected</h3>{corrected}{others}'
             f'<h3>Your knowledge in {e(t.space)}</h3>'
             + (f'<ul id="team-mine">{mine}</ul>' if mine else
                '<p class="muted">You have shared nothing here yet.</p>'))
+
+
+def _correction_row(c, whose: str, csrf: str) -> str:  # c: hub.corrections.Correction
+    """One correction as a table row: when, who replaced whose fact with what, and its Undo
+    (or who undid it)."""
+    undo = (post_button(f"/fragment/{e(c.old_id)}/uncorrect", "Undo", csrf,
+                        {"entry": str(c.id)}) if c.standing
+            else f'<span class="muted small">undone by {e(c.undone_by)} '
+                 f'{e(when(c.undone_at))}</span>')
+    return (f'<tr><td class="small">{e(when(c.at))}</td><td>{e(c.corrector)} replaced '
+            f'{e(whose)} “{e(clip(c.old_summary or "(forgotten since)", 80))}” with '
+            f'“{e(clip(c.new_summary or "(forgotten since)", 80))}”</td><td>{undo}</td></tr>')

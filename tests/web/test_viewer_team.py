@@ -6,6 +6,7 @@ database's rules hold (another member's fact is not the viewer's to unshare)."""
 
 from __future__ import annotations
 
+import html
 import signal
 import time
 from urllib.parse import urlsplit
@@ -23,6 +24,8 @@ from tests.web.test_viewer import start_viewer
 OLD = "Platform API deploys ride the Tuesday train"
 NEW = "Platform API deploys ride the Thursday train"
 KEPT = "Platform API handlers return problem+json"
+BOBS = "Platform API pagination uses offsets"
+OWNERS = "Platform API pagination uses cursors"
 
 
 def _fact(store: HubStore, topic: str, summary: str) -> str:
@@ -46,6 +49,13 @@ def test_activity_shows_a_teammate_s_correction_with_undo_and_unshares_the_membe
         old, kept = _fact(alice, topic, OLD), _fact(alice, topic, KEPT)
         new = _fact(bob, topic, NEW)
         bob.supersede(old, new, time.time())
+        # A correction between two teammates: alice wrote neither fact, and may undo it.
+        owner = HubStore(urls["owner"], space)
+        try:
+            bobs, owners = _fact(bob, topic, BOBS), _fact(owner, topic, OWNERS)
+            owner.supersede(bobs, owners, time.time())
+        finally:
+            owner.close()
     finally:
         bob.close()
         alice.close()
@@ -66,6 +76,17 @@ def test_activity_shows_a_teammate_s_correction_with_undo_and_unshares_the_membe
         assert f'action="/fragment/{old}/uncorrect"' in page
         assert f'action="/fragment/{kept}/unshare"' in page and KEPT in page
         assert f'action="/fragment/{new}/unshare"' not in page  # bob's, not alice's to list
+        assert (html.escape(f"{roles['owner']} replaced {roles['bob']}'s “{BOBS}” with "
+                            f"“{OWNERS}”") in page.split('id="team-other-corrections"', 1)[1])
+        theirs = page.split(f'action="/fragment/{bobs}/uncorrect"', 1)[1].split(
+            'name="entry" value="', 1)[1].split('"', 1)[0]
+        assert client.post(f"/fragment/{bobs}/uncorrect",
+                           data={"csrf": csrf, "entry": theirs}).status_code == 303
+        check = HubStore(urls["bob"], space)
+        try:
+            assert check.get(bobs).superseded_by is None  # a third member's undo took
+        finally:
+            check.close()
 
         assert client.post(f"/fragment/{old}/uncorrect", data={"entry": "1"}).status_code == 403
         entry = page.split(f'action="/fragment/{old}/uncorrect"', 1)[1].split(
@@ -86,7 +107,7 @@ def test_activity_shows_a_teammate_s_correction_with_undo_and_unshares_the_membe
     hub = HubStore(hub_url, space)
     try:
         assert hub.get(old).superseded_by is None
-        assert [c.undone_by for c in hub.corrections()] == [roles["alice"]]
+        assert [c.undone_by for c in hub.corrections()] == [roles["alice"]] * 2
         assert not hub.has_fragment(kept) and hub.has_fragment(new)
     finally:
         hub.close()
