@@ -134,14 +134,14 @@ def test_snapshot_vectors_are_mapped_from_the_file_not_copied(tmp_path, monkeypa
     index.refresh(store)
     queries = vectors[rng.choice(1500, 20, replace=False)] + rng.normal(0, 0.02, (20, 384)).astype(np.float32)
     before = [index.search(q, 10) for q in queries]
-    assert not _mapped(index.matrix)  # read from SQLite
+    assert not _mapped(index.matrix.base)  # read from SQLite
     assert index.save_snapshot(store)
     # The server that wrote the file swaps its own copies for views of it; answers stay.
-    assert _mapped(index.matrix) and _mapped(index.reduced)
+    assert _mapped(index.matrix.base) and _mapped(index.reduced.base)
     assert [index.search(q, 10) for q in queries] == before
     fresh = search.VectorIndex(index.snapshot)
     fresh.refresh(store)
-    assert _mapped(fresh.matrix) and _mapped(fresh.reduced)
+    assert _mapped(fresh.matrix.base) and _mapped(fresh.reduced.base)
     assert [fresh.search(q, 10) for q in queries] == before
     # Rows appended after the mapped ones are searched with them.
     fill(store, clustered(np.random.default_rng(9), 10), 1500)
@@ -242,8 +242,8 @@ def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_p
     index.refresh(store)
     answers = iter([True, False])
     snap = vector_snapshot.Snapshot(index._epoch[0], index._epoch[1], index.ids, index.rowids,
-                                    index.depths, index.matrix, index.scales, index.basis,
-                                    index.reduced)
+                                    index.depths, index.matrix.whole(), index.scales, index.basis,
+                                    index.reduced.whole())
     assert vector_snapshot.save(index.snapshot, snap, lambda: next(answers)) is False
     assert not index.snapshot.exists()
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
@@ -301,7 +301,7 @@ def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(t
     index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
     index.refresh(store)
     if size > 3000:
-        assert index.save_snapshot(store) and _mapped(index.matrix)
+        assert index.save_snapshot(store) and _mapped(index.matrix.base)
     before_file = np.array(index.matrix[0])
     new = clustered(rng, 3)
     ids = [f"{i:032x}" for i in (0, 7, size - 1)]
@@ -312,7 +312,7 @@ def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(t
     untouched = f"{3:032x}"
     assert index.similarities(vectors[3], [untouched])[untouched] > 0.999
     if size > 3000:  # patched in its copy-on-write pages, not copied whole
-        assert _mapped(index.matrix) and _mapped(index.reduced)
+        assert _mapped(index.matrix.base) and _mapped(index.reduced.base)
         reread = vector_snapshot.load(index.snapshot)  # the file itself is unchanged
         assert reread is not None and np.array_equal(reread.matrix[0], before_file)
     store.close()
