@@ -12,6 +12,11 @@ VmRSS of the service from /proc after warm-up, the queries and each count of sto
 `--stores` (after 3 s idle, when provisional vectors are replaced), then 40 queries again
 (searched with the appended rows). Runs of `--base` (another
 checkout, e.g. `git worktree add --detach /tmp/base main`) and of this checkout alternate.
+
+    python bench/bench_index_growth.py --search DB
+
+times `VectorIndex.search` in-process (this checkout) at DB's size with and without a tail of
+200 appended rows, against the same rows as one array (see `search_times`).
 """
 
 from __future__ import annotations
@@ -80,6 +85,57 @@ def child(db: str, work: str, stores: list[int]) -> None:
     print(json.dumps(out))
 
 
+def search_times(db: Path, appended: int = 200, rounds: int = 5, queries: int = 200) -> dict:
+    """In-process, this checkout: `VectorIndex.search` over the snapshot's index (no tail),
+    the same after `appended` rows went into its tail, and those rows as one concatenated
+    array (the old layout); rounds alternate, medians of per-round medians, in ms."""
+    import numpy as np
+
+    from lore_plugin.recall import search
+    from lore_plugin.store import Store
+
+    rng = np.random.default_rng(5)
+    store = Store(db, readonly=True)
+    index = search.VectorIndex(db.with_name(f"{db.name}-vectors"))
+    index.refresh(store)
+    store.close()
+    assert index.matrix is not None and index.reduced is not None and index.basis is not None
+    plain = search.VectorIndex()
+    for name in ("ids", "rowids", "depths", "scales", "basis", "matrix", "reduced"):
+        setattr(plain, name, getattr(index, name))
+    extra = rng.standard_normal((appended, 384)).astype(np.float32)
+    extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+    tailed = search.VectorIndex()
+    quantized, scales = search._quantize(extra)
+    tailed.ids = np.concatenate([index.ids, np.array([b"%032x" % i for i in range(appended)])])
+    tailed.rowids = np.concatenate([index.rowids, np.arange(appended) + 10**9])
+    tailed.depths = np.concatenate([index.depths, np.full(appended, 2, np.int16)])
+    tailed.scales, tailed.basis = np.concatenate([index.scales, scales]), index.basis
+    tailed.matrix, tailed.reduced = index.matrix, index.reduced
+    for row in range(appended):  # one store at a time, as the service appends them
+        tailed.matrix = tailed.matrix.appended(quantized[row:row + 1])
+        tailed.reduced = tailed.reduced.appended(extra[row:row + 1] @ index.basis)
+    joined = search.VectorIndex()
+    for name in ("ids", "rowids", "depths", "scales", "basis"):
+        setattr(joined, name, getattr(tailed, name))
+    joined.matrix = search.Rows(tailed.matrix.whole())
+    joined.reduced = search.Rows(tailed.reduced.whole())
+    asked = rng.standard_normal((queries, 384)).astype(np.float32)
+    asked /= np.linalg.norm(asked, axis=1, keepdims=True)
+    medians: dict[str, list[float]] = {"no tail": [], "200-row tail": [], "one array": []}
+    for _ in range(rounds):
+        for name, idx in (("no tail", plain), ("200-row tail", tailed), ("one array", joined)):
+            times = []
+            for query in asked:
+                begun = time.perf_counter()
+                idx.search(query, 30, depth=2)
+                times.append(time.perf_counter() - begun)
+            medians[name].append(statistics.median(times) * 1000)
+    same = all(tailed.search(q, 30, depth=2) == joined.search(q, 30, depth=2) for q in asked)
+    return {**{k: round(statistics.median(v), 3) for k, v in medians.items()},
+            "rounds": medians, "same_answers": same}
+
+
 def run(code: Path, db: Path, stores: list[int]) -> dict:
     with tempfile.TemporaryDirectory(prefix="lore-growth-") as work:
         copy = Path(work) / "memory.db"
@@ -98,6 +154,9 @@ def run(code: Path, db: Path, stores: list[int]) -> dict:
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--search"]:
+        print(json.dumps(search_times(Path(sys.argv[2]))))
+        return
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2], sys.argv[3], [int(n) for n in sys.argv[4:]])
         return
