@@ -111,7 +111,8 @@ class Rows:
         """Writes rows in place. A copy-on-write map copies only the pages written; a
         read-only base is copied whole first."""
         in_base = rows < len(self.base)
-        if in_base.any() and not self.base.flags.writeable:
-            self.base = self.base.copy()
-        self.base[rows[in_base]] = values[in_base]
+        if in_base.any():  # even an empty write into a read-only array raises
+            if not self.base.flags.writeable:
+                self.base = self.base.copy()
+            self.base[rows[in_base]] = values[in_base]
         self._tail[rows[~in_base] - len(self.base)] = values[~in_base]

@@ -413,3 +413,15 @@ def test_a_rows_value_taken_before_an_append_keeps_its_rows():
     assert np.array_equal(first @ np.ones(2, np.float32), [0, 0, 0, 2])
     assert np.array_equal(second[np.array([0, 3, 4])], [[0, 0], [1, 1], [2, 2]])
     assert np.array_equal(second[-1], [2, 2])
+
+
+def test_put_copies_a_read_only_base_only_for_a_row_in_it():
+    """A provisional vector replaced in the tail must not copy a read-only 100K base."""
+    base = np.zeros((4, 2), dtype=np.float32)
+    base.flags.writeable = False
+    rows = search.Rows(base).appended(np.ones((2, 2), np.float32))
+    rows.put(np.array([5]), np.full((1, 2), 3.0, np.float32))
+    assert rows.base is base and np.array_equal(rows[5], [3, 3])
+    rows.put(np.array([1, 4]), np.full((2, 2), 7.0, np.float32))
+    assert rows.base is not base and np.array_equal(rows[np.array([1, 4])], [[7, 7], [7, 7]])
+    assert not base.any()  # the original untouched
