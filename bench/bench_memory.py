@@ -108,7 +108,9 @@ def child(config: dict) -> None:
             store.close()
         step("vector index loaded")
         index = memory.index
-        parts = {"matrix": index.matrix, "reduced (PCA)": index.reduced, "scales": index.scales,
+        parts = {"matrix": None if index.matrix is None else index.matrix.base,
+                 "reduced (PCA)": None if index.reduced is None else index.reduced.base,
+                 "scales": index.scales,
                  "ids": index.ids, "rowids": index.rowids, "depths": index.depths}
         out["index"] = {k: [str(v.dtype), list(v.shape), v.nbytes] for k, v in parts.items()
                         if v is not None}

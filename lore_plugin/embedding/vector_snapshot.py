@@ -53,11 +53,16 @@ def snapshot_path(db_path: Path) -> Path | None:
     return db_path.with_name(f"{db_path.name}-vectors")
 
 
-def save(path: Path, snap: Snapshot, current: Callable[[], bool]) -> bool:
+def save(path: Path, snap: Snapshot, current: Callable[[], bool],
+         tails: dict[str, np.ndarray] | None = None) -> bool:
     """Writes `snap` unless `current()` says the database's vectors moved on meanwhile.
     Checked again after the rename: `forget` deletes the file after its commit, so a writer
-    that renamed a copy made before that commit removes it itself. Returns whether it stays."""
+    that renamed a copy made before that commit removes it itself. Returns whether it stays.
+    `tails` holds rows that follow `snap`'s "matrix" or "reduced" (the index's appended
+    block, vector_math.Rows): written into the same record, so no joined copy is made."""
     import numpy as np
+
+    tails = tails or {}
 
     header = json.dumps({"format": FORMAT, "epoch": snap.epoch, "max_rowid": snap.max_rowid,
                          "rows": len(snap.ids)}).encode()
@@ -66,10 +71,12 @@ def save(path: Path, snap: Snapshot, current: Callable[[], bool]) -> bool:
     try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # as private as the db
         with os.fdopen(fd, "wb") as out:
-            for array in (np.frombuffer(header, dtype=np.uint8), snap.ids,
-                          snap.rowids, snap.depths, snap.matrix, snap.scales, snap.basis,
-                          snap.reduced):
-                np.save(out, array, allow_pickle=False)
+            for name, array in (("header", np.frombuffer(header, dtype=np.uint8)),
+                                ("ids", snap.ids), ("rowids", snap.rowids),
+                                ("depths", snap.depths), ("matrix", snap.matrix),
+                                ("scales", snap.scales), ("basis", snap.basis),
+                                ("reduced", snap.reduced)):
+                _write_array(out, array, tails.get(name))
         if not current():
             return False
         os.replace(temp, path)
@@ -79,6 +86,23 @@ def save(path: Path, snap: Snapshot, current: Callable[[], bool]) -> bool:
         return True
     finally:
         temp.unlink(missing_ok=True)
+
+
+def _write_array(out: BinaryIO, array: np.ndarray, tail: np.ndarray | None) -> None:
+    """One .npy record of `array`'s rows followed by `tail`'s, as np.save would write their
+    concatenation."""
+    import numpy as np
+
+    if tail is None or not len(tail):
+        np.save(out, array, allow_pickle=False)
+        return
+    if tail.dtype != array.dtype or tail.shape[1:] != array.shape[1:]:
+        raise ValueError("a tail of another type or width than its array")
+    np.lib.format.write_array_header_2_0(out, {
+        "descr": np.lib.format.dtype_to_descr(array.dtype), "fortran_order": False,
+        "shape": (len(array) + len(tail),) + array.shape[1:]})
+    for part in (array, tail):
+        out.write(np.ascontiguousarray(part).data)
 
 
 def load(path: Path, epoch: str | None = None) -> Snapshot | None:

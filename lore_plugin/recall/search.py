@@ -15,7 +15,7 @@ from ..core.types import EMBED_BYTES, EMBED_DIM
 from ..embedding import vector_snapshot
 from ..store import Store
 from . import vector_math
-from .vector_math import pca_basis, top_rows
+from .vector_math import Rows, pca_basis, top_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,7 +45,7 @@ class VectorIndex:
         self.ids: np.ndarray = _id_array([])
         self.rowids: np.ndarray | None = None
         self.depths: np.ndarray | None = None
-        self.matrix: np.ndarray | None = None
+        self.matrix: Rows | None = None  # a base and an appended tail (vector_math.Rows)
         self.scales: np.ndarray | None = None  # per-row scales when `matrix` is int8
         self._by_id: tuple[np.ndarray, np.ndarray] | None = None  # (sorted ids, their rows)
         # Large indexes also keep a PCA-reduced copy: a first pass over it picks candidates
@@ -53,7 +53,7 @@ class VectorIndex:
         # search_many). int8 takes a quarter of float32's memory (38 MB at 100K) and moves a
         # cosine by about 5e-4.
         self.basis: np.ndarray | None = None
-        self.reduced: np.ndarray | None = None
+        self.reduced: Rows | None = None
         self._dates: tuple[tuple[str, int], np.ndarray] | None = None  # loaded on first use
 
     @classmethod
@@ -67,7 +67,7 @@ class VectorIndex:
         index._epoch = epoch
         index.rowids = np.empty(0, dtype=np.int64)
         index.depths = np.empty(0, dtype=np.int16)
-        index.matrix = np.empty((0, EMBED_DIM), dtype=np.float32)
+        index.matrix = Rows(np.empty((0, EMBED_DIM), dtype=np.float32))
         return index
 
     def refresh(self, store: Store) -> None:
@@ -95,24 +95,25 @@ class VectorIndex:
                                                                basis)
             rows = len(ids)
             if full:
-                self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, mat
-                self.scales, self.basis, self.reduced = scales, basis, red
+                self.ids, self.rowids, self.depths, self.matrix = ids, rowids, depths, Rows(mat)
+                self.scales, self.basis = scales, basis
+                self.reduced = None if red is None else Rows(red)
             elif rows:
                 assert self.rowids is not None and self.depths is not None
                 assert self.matrix is not None
                 if basis is not None and self.basis is None:  # this append crossed REDUCE_FROM
-                    old = self.matrix.astype(np.float32)
-                    self.reduced = old @ basis
-                    self.matrix, self.scales = _quantize(old)
-                    self.basis = basis
+                    old = self.matrix.whole().astype(np.float32)
+                    self.reduced = Rows(old @ basis)
+                    quantized, self.scales = _quantize(old)
+                    self.matrix, self.basis = Rows(quantized), basis
                 self.ids = np.concatenate([self.ids, ids])
                 self.rowids = np.concatenate([self.rowids, rowids])
                 self.depths = np.concatenate([self.depths, depths])
-                self.matrix = np.vstack([self.matrix, mat])
+                self.matrix = self.matrix.appended(mat)  # the base is not copied
                 if scales is not None and self.scales is not None:
                     self.scales = np.concatenate([self.scales, scales])
                 if red is not None and self.reduced is not None:
-                    self.reduced = np.vstack([self.reduced, red])
+                    self.reduced = self.reduced.appended(red)
             if full or rows:
                 self._by_id = None
             if full:
@@ -149,9 +150,9 @@ class VectorIndex:
         self._snapshot_rows = len(snap.ids)
 
     def _take_arrays(self, snap: vector_snapshot.Snapshot) -> None:
-        self.ids, self.rowids, self.depths, self.matrix = (snap.ids, snap.rowids, snap.depths,
-                                                           snap.matrix)
-        self.scales, self.basis, self.reduced = snap.scales, snap.basis, snap.reduced
+        self.ids, self.rowids, self.depths = snap.ids, snap.rowids, snap.depths
+        self.matrix, self.reduced = Rows(snap.matrix), Rows(snap.reduced)
+        self.scales, self.basis = snap.scales, snap.basis
         self._by_id = None
 
     def save_snapshot(self, store: Store) -> bool:
@@ -169,11 +170,12 @@ class VectorIndex:
                     and len(self.ids) - self._snapshot_rows <= SNAPSHOT_DRIFT * len(self.ids)):
                 return False
             snap = vector_snapshot.Snapshot(
-                self._epoch[0], self._epoch[1], self.ids, self.rowids, self.depths, self.matrix,
-                self.scales, self.basis, self.reduced)
+                self._epoch[0], self._epoch[1], self.ids, self.rowids, self.depths,
+                self.matrix.base, self.scales, self.basis, self.reduced.base)
+            tails = {"matrix": self.matrix.tail, "reduced": self.reduced.tail}
         # Outside the lock: queries go on meanwhile.
         if not vector_snapshot.save(self.snapshot, snap,
-                                    lambda: store.vector_epoch()[0] == snap.epoch):
+                                    lambda: store.vector_epoch()[0] == snap.epoch, tails):
             return False
         # Swap the arrays just written for views of the file: their pages are then shared
         # with the other servers and, for the full vectors, mostly never loaded (see
@@ -267,18 +269,18 @@ class VectorIndex:
             hit = ordered[at] == keys
             rows, new = order[at[hit]], np.stack([vectors[i] for i, h in zip(asked, hit) if h])
             # A snapshot's arrays are copy-on-write maps of its file (vector_snapshot.load):
-            # a patched row copies its page alone. Anything read-only is copied whole.
-            self.matrix, self.scales, self.reduced = (
-                None if a is None else a if a.flags.writeable else a.copy()
-                for a in (self.matrix, self.scales, self.reduced))
+            # only the pages patched, see Rows.put. Anything read-only is copied whole.
+            if self.scales is not None and not self.scales.flags.writeable:
+                self.scales = self.scales.copy()
             matrix, scales = self.matrix, self.scales
             assert matrix is not None
             if scales is None:
-                matrix[rows] = new
+                matrix.put(rows, new)
             else:
-                matrix[rows], scales[rows] = _quantize(new)
+                quantized, scales[rows] = _quantize(new)
+                matrix.put(rows, quantized)
             if self.reduced is not None and self.basis is not None:
-                self.reduced[rows] = new @ self.basis
+                self.reduced.put(rows, new @ self.basis)
             return len(rows)
 
     def load_dates(self, store: Store) -> None:
@@ -379,7 +381,7 @@ def _quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.round(vectors / scales[:, None]).astype(np.int8), scales
 
 
-def _full_vectors(matrix: np.ndarray, scales: np.ndarray | None, rows: Any) -> np.ndarray:
+def _full_vectors(matrix: Rows, scales: np.ndarray | None, rows: Any) -> np.ndarray:
     """The float32 vectors of some rows, from either kind of matrix."""
     import numpy as np
 

@@ -134,14 +134,14 @@ def test_snapshot_vectors_are_mapped_from_the_file_not_copied(tmp_path, monkeypa
     index.refresh(store)
     queries = vectors[rng.choice(1500, 20, replace=False)] + rng.normal(0, 0.02, (20, 384)).astype(np.float32)
     before = [index.search(q, 10) for q in queries]
-    assert not _mapped(index.matrix)  # read from SQLite
+    assert not _mapped(index.matrix.base)  # read from SQLite
     assert index.save_snapshot(store)
     # The server that wrote the file swaps its own copies for views of it; answers stay.
-    assert _mapped(index.matrix) and _mapped(index.reduced)
+    assert _mapped(index.matrix.base) and _mapped(index.reduced.base)
     assert [index.search(q, 10) for q in queries] == before
     fresh = search.VectorIndex(index.snapshot)
     fresh.refresh(store)
-    assert _mapped(fresh.matrix) and _mapped(fresh.reduced)
+    assert _mapped(fresh.matrix.base) and _mapped(fresh.reduced.base)
     assert [fresh.search(q, 10) for q in queries] == before
     # Rows appended after the mapped ones are searched with them.
     fill(store, clustered(np.random.default_rng(9), 10), 1500)
@@ -242,8 +242,8 @@ def test_a_snapshot_of_vectors_that_changed_meanwhile_is_never_left_behind(tmp_p
     index.refresh(store)
     answers = iter([True, False])
     snap = vector_snapshot.Snapshot(index._epoch[0], index._epoch[1], index.ids, index.rowids,
-                                    index.depths, index.matrix, index.scales, index.basis,
-                                    index.reduced)
+                                    index.depths, index.matrix.whole(), index.scales, index.basis,
+                                    index.reduced.whole())
     assert vector_snapshot.save(index.snapshot, snap, lambda: next(answers)) is False
     assert not index.snapshot.exists()
     assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
@@ -301,7 +301,7 @@ def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(t
     index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
     index.refresh(store)
     if size > 3000:
-        assert index.save_snapshot(store) and _mapped(index.matrix)
+        assert index.save_snapshot(store) and _mapped(index.matrix.base)
     before_file = np.array(index.matrix[0])
     new = clustered(rng, 3)
     ids = [f"{i:032x}" for i in (0, 7, size - 1)]
@@ -312,7 +312,116 @@ def test_replace_puts_new_vectors_in_place_in_exact_reduced_and_mapped_indexes(t
     untouched = f"{3:032x}"
     assert index.similarities(vectors[3], [untouched])[untouched] > 0.999
     if size > 3000:  # patched in its copy-on-write pages, not copied whole
-        assert _mapped(index.matrix) and _mapped(index.reduced)
+        assert _mapped(index.matrix.base) and _mapped(index.reduced.base)
         reread = vector_snapshot.load(index.snapshot)  # the file itself is unchanged
         assert reread is not None and np.array_equal(reread.matrix[0], before_file)
     store.close()
+
+
+def _reference(index: search.VectorIndex) -> search.VectorIndex:
+    """The same rows as one array each, as the index held them before appends had a tail:
+    what every search must still answer, to the last bit."""
+    ref = search.VectorIndex()
+    ref.ids, ref.rowids, ref.depths = index.ids, index.rowids, index.depths
+    ref.scales, ref.basis = index.scales, index.basis
+    ref.matrix = search.Rows(np.array(index.matrix.whole()))
+    ref.reduced = None if index.reduced is None else search.Rows(np.array(index.reduced.whole()))
+    return ref
+
+
+@pytest.mark.parametrize("size", [800, 3500])
+def test_appends_leave_the_mapped_base_alone_and_search_as_one_matrix_would(tmp_path,
+                                                                            monkeypatch, size):
+    """Issue 27: 200 stores, one row each, after a snapshot. The mapped base stays the very
+    same array (no copy of the 100K matrix), the tail's buffer is reallocated only when it
+    doubles, and every search answers what one concatenated matrix answers and what a
+    brute-force scan of the stored vectors finds."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 3000)
+    rng = np.random.default_rng(21)
+    vectors = clustered(rng, size + 200)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors[:size], 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    reduced = size > 3000
+    if reduced:
+        assert index.save_snapshot(store) and _mapped(index.matrix.base)
+    base, buffers = index.matrix.base, set()
+    for i in range(size, size + 200):
+        fill(store, vectors[i:i + 1], i)
+        index.refresh(store)
+        assert index.matrix.base is base and len(index.matrix) == i + 1
+        buffers.add(id(index.matrix._tail))
+    assert len(buffers) <= 4  # 64, 128, 256 rows (+ the first append's): doubling, amortised
+    if reduced:
+        assert _mapped(index.matrix.base) and _mapped(index.reduced.base)
+        assert index.reduced.base is not None and len(index.reduced) == size + 200
+    ref = _reference(index)
+    depths = np.arange(size + 200) % 3
+    # The brute-force scan reads the vectors as the index keeps them (int8 and a scale when
+    # reduced: float32 ties within the rounding may order the tenth place either way).
+    kept = (vectors if not reduced
+            else index.matrix.whole().astype(np.float32) * index.scales[:, None])
+    for query in clustered(rng, 15):
+        for depth in (None, 1):
+            got = index.search(query, 10, depth=depth)
+            assert got == ref.search(query, 10, depth=depth)
+            assert {i for i, _ in got} == exact_top(kept, query, 10, depths, depth)
+        asked = [f"{i:032x}" for i in (0, size - 1, size, size + 199)]
+        assert index.similarities(query, asked) == ref.similarities(query, asked)
+    store.close()
+
+
+def test_replace_and_snapshot_cover_rows_in_the_tail(tmp_path, monkeypatch):
+    """A provisional vector in the appended block is replaced like one in the base, and a
+    snapshot written with a tail holds base and tail rows in order, read back whole."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000)
+    monkeypatch.setattr(search, "SNAPSHOT_DRIFT", 0.01)
+    rng = np.random.default_rng(22)
+    vectors = clustered(rng, 1300)
+    store = Store(tmp_path / "m.db")
+    fill(store, vectors[:1200], 0)
+    index = search.VectorIndex(snapshot_path(tmp_path / "m.db"))
+    index.refresh(store)
+    assert index.save_snapshot(store)
+    fill(store, vectors[1200:], 1200)
+    index.refresh(store)
+    assert len(index.matrix.tail) == 100 and _mapped(index.matrix.base)
+    new = clustered(rng, 2)
+    ids = [f"{5:032x}", f"{1250:032x}"]  # one in the base, one in the tail
+    assert index.replace(dict(zip(ids, new))) == 2
+    for fid, vec in zip(ids, new):
+        assert index.similarities(vec, [fid])[fid] > 0.999
+        assert index.search(vec, 1)[0][0] == fid
+    whole = (index.matrix.whole().copy(), index.reduced.whole().copy(), index.scales.copy())
+    assert index.save_snapshot(store)  # 100 appended rows are past a 1 % drift
+    snap = vector_snapshot.load(index.snapshot)
+    assert snap is not None and len(snap.ids) == 1300
+    assert np.array_equal(snap.matrix, whole[0]) and np.array_equal(snap.reduced, whole[1])
+    assert np.array_equal(snap.scales, whole[2])
+    assert len(index.matrix.tail) == 0 and _mapped(index.matrix.base)  # remapped whole
+    store.close()
+
+
+def test_a_rows_value_taken_before_an_append_keeps_its_rows():
+    """search_many takes the arrays under the lock and reads them without it: an append
+    must not change what an earlier value holds, even when they share a tail buffer."""
+    first = search.Rows(np.zeros((3, 2), dtype=np.float32)).appended(np.ones((1, 2), np.float32))
+    second = first.appended(np.full((1, 2), 2.0, dtype=np.float32))
+    assert first._tail is second._tail  # room to spare: the buffer is shared, not copied
+    assert len(first) == 4 and np.array_equal(first.whole()[-1], [1, 1])
+    assert np.array_equal(first @ np.ones(2, np.float32), [0, 0, 0, 2])
+    assert np.array_equal(second[np.array([0, 3, 4])], [[0, 0], [1, 1], [2, 2]])
+    assert np.array_equal(second[-1], [2, 2])
+
+
+def test_put_copies_a_read_only_base_only_for_a_row_in_it():
+    """A provisional vector replaced in the tail must not copy a read-only 100K base."""
+    base = np.zeros((4, 2), dtype=np.float32)
+    base.flags.writeable = False
+    rows = search.Rows(base).appended(np.ones((2, 2), np.float32))
+    rows.put(np.array([5]), np.full((1, 2), 3.0, np.float32))
+    assert rows.base is base and np.array_equal(rows[5], [3, 3])
+    rows.put(np.array([1, 4]), np.full((2, 2), 7.0, np.float32))
+    assert rows.base is not base and np.array_equal(rows[np.array([1, 4])], [[7, 7], [7, 7]])
+    assert not base.any()  # the original untouched
