@@ -24,6 +24,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -149,6 +150,8 @@ def main() -> None:
     parser.add_argument("--base", type=int, default=BASE, help="the embedded memory grown")
     parser.add_argument("--json")
     args = parser.parse_args()
+    # a stop (timeout, kill PID) still runs the finally below, so the server does not outlive it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("stopped"))
     embedder = make_embedder()
     base = bench_db(args.base, embedder, rebuild=False)
     folder = Path(tempfile.mkdtemp(prefix="lore-bench-growth-"))
