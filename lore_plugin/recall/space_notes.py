@@ -54,9 +54,10 @@ def space_line(frag: Fragment, space: str, author: str, room: int) -> str | None
 def answer_with_spaces(memory: Memory, hubs: list[SpaceNotes], team: TeamNotes | None,
                        request: dict, warm: bool, project: str | None = None) -> dict:
     """prompt_recall.answer over the local file and the hub spaces, fused, then the team's
-    notes in the room left (team_notes.answer_with_team's order). The fusion: every space's
-    notes passed the same bar (the judge), so they are taken rank by rank, the local file's
-    first at each rank; a fragment in two spaces (pushed or pulled) is shown once."""
+    notes in the room left (with no hub space: the member's own notes, then the team's).
+    The fusion: every space's notes passed the same bar (the judge), so they are taken rank
+    by rank, the local file's first at each rank; a fragment in two spaces (pushed or
+    pulled) is shown once."""
     prompt, seen = request.get("prompt"), request.get("seen")
     if not isinstance(prompt, str) or not prompt.strip():
         return pr.answer(memory, request, warm)

@@ -26,7 +26,6 @@ from .memory import Memory
 
 log = logging.getLogger("lore.server")
 RETRY_AFTER = 30.0  # seconds before a team space that failed to open is tried again
-TEAM_DEADLINE = 0.15  # seconds a prompt's answer waits for the team space
 WARM_QUERY = "warm up the team space"
 WARM_WAIT = 120.0  # seconds the opener waits for the server's model before warming up
 
@@ -160,42 +159,3 @@ def note_line(frag: Fragment, label: str, room: int) -> str | None:
     if space < pr.MIN_ITEM_CHARS:
         return None
     return head + render.clip(neutralise(body), space) + tail
-
-
-def answer_with_team(memory: Memory, team: TeamNotes, request: dict, warm: bool) -> dict:
-    """prompt_recall.answer, with the team's notes after the member's own in one frame: the
-    member's own first (they are theirs), then the team's in the room left."""
-    prompt, seen = request.get("prompt"), request.get("seen")
-    if not isinstance(prompt, str) or not prompt.strip():
-        return pr.answer(memory, request, warm)
-    seen_ids = {s for s in seen if isinstance(s, str)} if isinstance(seen, list) else set()
-    # The team is asked while the member's own memory is searched, and waited for only until
-    # TEAM_DEADLINE: the hook gives the whole exchange 0.25 s, and a slow hub must not cost
-    # the member their own notes.
-    started = time.monotonic()
-    if warm:  # embedded once, here, for both searches (PromptVector)
-        memory.embed_one(prompt[:pr.MAX_PROMPT])
-    found: list[list[tuple[Fragment, str]]] = []
-    asking = threading.Thread(target=lambda: found.append(team.found(prompt, seen_ids, warm)),
-                              name="lore-team-notes", daemon=True)
-    asking.start()
-    own = pr.answer(memory, request, warm)
-    asking.join(max(TEAM_DEADLINE - (time.monotonic() - started), 0.0))
-    if not found:
-        log.info("team space %s: no answer within %.2f s", team.space, TEAM_DEADLINE)
-    notes = [(f, a) for f, a in (found[0] if found else []) if f.id not in own["ids"]]
-    if not notes:
-        return own
-    own_frags = list(memory.reader.get_many(own["ids"]).values()) if own["ids"] else []
-    lines: list[str] = []
-    ids: list[str] = []
-    where = pr.paths(memory.reader, own_frags) if own_frags else {}
-    room = pr.fill(own_frags, lambda frag, room: pr.item_line(frag, room, where.get(frag.id, "")),
-                   lines, ids, pr.BUDGET)
-    authors = {frag.id: author for frag, author in notes}
-    pr.fill([frag for frag, _ in notes], lambda frag, room: team_line(frag, authors[frag.id], room),
-            lines, ids, room)
-    if not lines:
-        return own
-    return {"context": render.recalled("\n".join(lines), pr.NOTICE), "ids": ids,
-            "judged_by": own.get("judged_by")}

@@ -14,7 +14,6 @@ from ..core.config import Settings
 from ..recall import prompt_recall
 from ..recall.memory import Memory
 from ..recall.space_notes import answer_with_spaces
-from ..recall.team_notes import answer_with_team
 from ..service.hub_notes import HubNotes
 from ..service.team import team_notes
 
@@ -29,14 +28,10 @@ def open_socket(settings: Settings, lock: threading.Lock, memory: Memory,
             else None)
     spaces = HubNotes(settings, memory, warm)  # nothing without a hub or with on_prompt off
     hubs = spaces.for_prompt(team.space if team is not None else None)
-    if hubs:
+    if hubs or team is not None:
         close = prompt_recall.open_socket(
             settings, lock, memory, warm,
             lambda mem, request, is_warm: answer_with_spaces(mem, hubs, team, request, is_warm))
-    elif team is not None:
-        close = prompt_recall.open_socket(
-            settings, lock, memory, warm,
-            lambda mem, request, is_warm: answer_with_team(mem, team, request, is_warm))
     else:
         close = prompt_recall.open_socket(settings, lock, memory, warm)
 

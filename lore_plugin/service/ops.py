@@ -15,7 +15,6 @@ from ..recall.memory import Memory
 from ..recall.prompt_recall import answer as answer_prompt
 from ..recall.prompt_recall import serve as serve_prompt
 from ..recall.space_notes import answer_with_spaces
-from ..recall.team_notes import answer_with_team
 from .answers import run_tool
 from .engine import Service, ToolFailure
 from .hub_notes import HubNotes
@@ -67,10 +66,8 @@ class Ops:
         def answering(memory: Memory, req: dict, warm: bool) -> dict:
             if project is not None:  # under the service's lock, as every call sets it
                 memory.project = project
-            if hubs:
+            if hubs or team is not None:
                 return answer_with_spaces(memory, hubs, team, req, warm, project)
-            if team is not None:
-                return answer_with_team(memory, team, req, warm)
             return answer_prompt(memory, req, warm)
 
         return serve_prompt(self.engine.lock, self.engine.memory, self.engine.warm, request,
