@@ -57,9 +57,28 @@ def child_seed(db: Path) -> None:
         for n in range(10):
             store_knowledge(memory, *fact(subject, n))
     memory.close()
+    # Every row into the main file: the runs copy that file alone, and before this a copy
+    # left what was still in the WAL behind (156 of the 202 rows).
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
 
 
-def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
+def work_items(stores: int, repeats: int) -> list[tuple[str, str]]:
+    """New facts about known subjects (new aspects and reviews), so placement finds a branch;
+    with `repeats`, that many of them are replaced by facts the seed already holds, half
+    word for word and half under a reworded summary (the vector's near-duplicate check)."""
+    work = [fact(i % len(SUBJECTS), 1000 + i) for i in range(stores)]
+    for r in range(min(repeats, stores)):
+        content, summary = fact(r % len(SUBJECTS), r % 10)
+        at = (r * stores) // max(repeats, 1)
+        work[at] = (content, summary if r % 2 == 0 else summary.replace(" is ", ": ", 1))
+    return work
+
+
+def child_measure(db: Path, mode: str, callers: int, stores: int, repeats: int = 0) -> dict:
     from lore_plugin.embedding.embedder import LocalEmbedder
     from lore_plugin.recall.memory import Memory
     from lore_plugin.server.tools import Service
@@ -80,9 +99,9 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
 
         def store(content: str, summary: str) -> object:
             return writer.submit(content, summary)
-    # New facts about known subjects (new aspects and reviews), so placement finds a branch.
-    work = [fact(i % len(SUBJECTS), 1000 + i) for i in range(stores)]
+    work = work_items(stores, repeats)
     latencies: list[float] = []
+    answers: dict[str, tuple] = {}
     lock = threading.Lock()
     start = threading.Barrier(callers + 1)
 
@@ -94,9 +113,10 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
                     return
                 item = work.pop()
             began = time.perf_counter()
-            store(*item)
+            got = store(*item)
             with lock:
                 latencies.append(time.perf_counter() - began)
+                answers[item[1]] = _decision(got)
 
     threads = [threading.Thread(target=caller) for _ in range(callers)]
     for t in threads:
@@ -112,6 +132,8 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
            "p50_ms": round(statistics.median(latencies) * 1000, 1),
            # CPU time of the whole process a store: what a loaded machine changes least
            "cpu_ms": round(cpu / stores * 1000, 1)}
+    # What each store decided: where it went and whether it repeated a known fragment.
+    out["decisions"] = answers
     if mode == "grouped":
         out["batches"] = round(statistics.mean(writer.batches), 1)
         out["model_calls"] = writer.model_calls
@@ -134,6 +156,15 @@ def child_measure(db: Path, mode: str, callers: int, stores: int) -> dict:
     if mode == "grouped":
         out["timings_s"] = {k: round(v, 3) for k, v in writer.timings.items()}
     return out
+
+
+def _decision(stored: object) -> tuple:
+    """(the parent's id, or "made" when levels were made for it; whether it repeated a
+    known fragment; that fragment's id, or the new one's summary). Both sides copy one seed,
+    so a seeded fragment has the same id in both."""
+    frag, duplicate = stored.fragment, bool(stored.duplicate)  # type: ignore[attr-defined]
+    return ("made" if stored.created else frag.parent_id,  # type: ignore[attr-defined]
+            duplicate, frag.id if duplicate else frag.summary)
 
 
 def child_profile(db: Path, stores: int) -> dict:
@@ -206,6 +237,8 @@ def main() -> None:
     parser.add_argument("--callers", default="1,4,16")
     parser.add_argument("--base-mode", choices=("today", "grouped"), default="grouped",
                         help="the base's path: one transaction a store, or its group commit")
+    parser.add_argument("--repeats", type=int, default=0,
+                        help="of the stores, how many repeat a seeded fact (work_items)")
     parser.add_argument("--no-profile", action="store_true")
     parser.add_argument("--json")
     parser.add_argument("--root", type=Path, help=argparse.SUPPRESS)
@@ -222,7 +255,8 @@ def main() -> None:
             print(json.dumps(child_profile(args.profile, args.stores)))
         else:
             db, mode, callers = args.measure
-            print(json.dumps(child_measure(Path(db), mode, int(callers), args.stores)))
+            print(json.dumps(child_measure(Path(db), mode, int(callers), args.stores,
+                                           args.repeats)))
         return
     if args.base is None:
         raise SystemExit("--base: a checkout of the code to compare with")
@@ -239,11 +273,12 @@ def main() -> None:
                     db = work / f"{which}-{n}-{round_}.db"
                     shutil.copy(seed, db)
                     root, mode = code[which]
-                    got = run_child(root, "--stores", str(args.stores), "--measure", str(db),
-                                    mode, str(n))
+                    got = run_child(root, "--stores", str(args.stores), "--repeats",
+                                    str(args.repeats), "--measure", str(db), mode, str(n))
                     got["load"] = round(os.getloadavg()[0], 1)
                     results.setdefault((which, n), []).append(got)
-                    print(json.dumps({"which": which, **got}), file=sys.stderr)
+                    print(json.dumps({"which": which, **{k: v for k, v in got.items()
+                                                         if k != "decisions"}}), file=sys.stderr)
         print(f"\nstore_memory throughput, {args.stores} stores, median of {args.rounds} "
               f"alternating runs (stores/s; p50 latency ms); base = {args.base} "
               f"({args.base_mode}), new = this checkout (grouped)")
@@ -262,6 +297,14 @@ def main() -> None:
                   f"{med('base', n, 'cpu_ms_with_drain')} → {med('new', n, 'cpu_ms_with_drain')} | "
                   f"{med('base', n, 'drain_s')} / {med('new', n, 'drain_s')} | "
                   f"{min(loads)}-{max(loads)} |")
+        # The same stored result: every run of either side decided every store alike.
+        for n in callers:
+            runs = results[("base", n)] + results[("new", n)]
+            differ = {k for r in runs for k, v in r["decisions"].items()
+                      if list(v) != list(runs[0]["decisions"].get(k, ()))}
+            dups = sum(v[1] for v in runs[0]["decisions"].values())
+            print(f"{n} callers: {len(runs[0]['decisions'])} stores ({dups} duplicates), "
+                  f"decided differently in some run: {len(differ)} {sorted(differ)[:5]}")
         for n in callers:
             runs = results[("new", n)]
             totals = {k: statistics.median(r["timings_s"][k] for r in runs)

@@ -328,7 +328,10 @@ class GroupWriter:
                               if ahead is None and placed_here(r)])
             self.timings["embed_queries"] += time.perf_counter() - started
         with store.write():
-            view = BatchIndex(self.index, store)
+            view = BatchIndex(self.index, store, [] if embedder is None else [
+                embedder.known[q] for q in dict.fromkeys(query_words(r, self.clock, self.tz)
+                                                         for r in requests if placed_here(r))
+                if q in embedder.known])
             memory = BatchMemory(store, view, embedder, self.clock, self.tz)
             marks = [time.perf_counter()]
             for i, request in enumerate(requests):

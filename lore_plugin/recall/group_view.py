@@ -8,13 +8,14 @@ Used by group_commit.py only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, cast
 
 from ..core.errors import LoreError
 from ..store import Store
 from .memory import Memory
-from .memory_base import KeywordHits
+from .memory_base import CANDIDATES, KeywordHits
 from .search import VectorIndex
 
 if TYPE_CHECKING:
@@ -29,13 +30,22 @@ class BatchIndex:
     searching it meanwhile, or after a failed batch, would find fragments that do not exist,
     and its (epoch, last row) bookkeeping would go wrong when the row ids are used again."""
 
-    def __init__(self, shared: VectorIndex, store: Store) -> None:
+    def __init__(self, shared: VectorIndex, store: Store, queries: Sequence[Any] = ()) -> None:
         # Inside the transaction before anything is written: what `store` sees is the latest
         # committed state, and no other writer can commit until this one does.
         shared.refresh(store)
         self.shared = shared
         self.start = store.vector_epoch()
         self.tail = VectorIndex.appended_after(self.start)
+        # The batch's placement searches of the shared index, all in one matrix product:
+        # it does not change until the commit, so each answer holds for the whole batch.
+        self._primed: dict[bytes, list[tuple[str, float]]] = {}
+        if queries:  # as Memory._query asks: CANDIDATES at any depth, no time window
+            import numpy as np
+
+            unique = list({q.tobytes(): q for q in queries}.values())
+            found = shared.search_batch(np.stack(unique), CANDIDATES, None, [None])
+            self._primed = {q.tobytes(): hits[0] for q, hits in zip(unique, found)}
 
     def restart_tail(self) -> None:
         """After a request's savepoint was rolled back: its rows are gone, and ids reused."""
@@ -53,7 +63,11 @@ class BatchIndex:
     def search_many(self, query: np.ndarray, k: int, depth: int | None,
                     windows: list[tuple[float, float] | None]) -> list[list[tuple[str, float]]]:
         """The best k of both: each side's own best k hold the best k of the union."""
-        shared = self.shared.search_many(query, k, depth, windows)
+        primed = (self._primed.get(query.tobytes())
+                  if depth is None and windows == [None] and k == CANDIDATES
+                  else None)
+        shared = [primed] if primed is not None else self.shared.search_many(query, k, depth,
+                                                                              windows)
         tail = self.tail.search_many(query, k, depth, windows)
         return [sorted(a + b, key=lambda hit: -hit[1])[:k] for a, b in zip(shared, tail)]
 

@@ -198,6 +198,13 @@ class VectorIndex:
     def search_many(self, query: np.ndarray, k: int, depth: int | None,
                     windows: list[tuple[float, float] | None]) -> list[list[tuple[str, float]]]:
         """One similarity pass over the matrix, then the top k for each window (None: all)."""
+        return self.search_batch(query[None, :], k, depth, windows)[0]
+
+    def search_batch(self, queries: np.ndarray, k: int, depth: int | None,
+                     windows: list[tuple[float, float] | None]
+                     ) -> list[list[list[tuple[str, float]]]]:
+        """search_many for each row of `queries`, the matrix read once for all of them (one
+        matrix product: a group commit's placement queries, recall/group_view.py)."""
         import numpy as np
 
         with self._lock:
@@ -205,29 +212,33 @@ class VectorIndex:
             dates = self._dates
             basis, reduced = self.basis, self.reduced
         if matrix is None or depths is None or not len(ids):
-            return [[] for _ in windows]
-        if basis is not None and reduced is not None and len(reduced) == len(ids):
-            # A pass over 100K x 128 reads a third of the memory of 100K x 384; candidates
-            # from it are then scored exactly below.
-            scores, exact = reduced @ (query @ basis), False
-        else:
-            scores, exact = matrix @ query, True
+            return [[[] for _ in windows] for _ in queries]
+        exact = basis is None or reduced is None or len(reduced) != len(ids)
+        # A pass over 100K x 128 reads a third of the memory of 100K x 384; candidates from
+        # it are then scored exactly below. One query keeps its matrix-vector product.
+        many = (matrix @ queries.T if exact else reduced @ (queries @ basis).T  # type: ignore[operator]
+                ) if len(queries) > 1 else None
         allowed = None if depth is None else depths == depth
-        out: list[list[tuple[str, float]]] = []
-        for window in windows:
-            mask = allowed
-            if window is not None:
-                if dates is None or len(dates[1]) != len(ids):
-                    out.append([])
-                    continue
-                inside = (dates[1] >= window[0]) & (dates[1] < window[1])
-                mask = inside if mask is None else mask & inside
-            picked = scores if mask is None else np.where(mask, scores, -np.inf)
-            top = top_rows(picked, min(k if exact else max(RERANK, k), len(ids)))
-            sims = picked[top] if exact else _full_vectors(matrix, scales, top) @ query
-            order = np.argsort(-sims)[:k]
-            out.append([(ids[top[i]].decode(), float(sims[i])) for i in order])
-        return out
+        answers: list[list[list[tuple[str, float]]]] = []
+        for j, query in enumerate(queries):
+            scores = (many[:, j] if many is not None else matrix @ query if exact
+                      else reduced @ (query @ basis))  # type: ignore[operator]
+            out: list[list[tuple[str, float]]] = []
+            for window in windows:
+                mask = allowed
+                if window is not None:
+                    if dates is None or len(dates[1]) != len(ids):
+                        out.append([])
+                        continue
+                    inside = (dates[1] >= window[0]) & (dates[1] < window[1])
+                    mask = inside if mask is None else mask & inside
+                picked = scores if mask is None else np.where(mask, scores, -np.inf)
+                top = top_rows(picked, min(k if exact else max(RERANK, k), len(ids)))
+                sims = picked[top] if exact else _full_vectors(matrix, scales, top) @ query
+                order = np.argsort(-sims)[:k]
+                out.append([(ids[top[i]].decode(), float(sims[i])) for i in order])
+            answers.append(out)
+        return answers
 
     def similarities(self, query: np.ndarray, wanted: Iterable[str]) -> dict[str, float]:
         """Exact cosine for given fragments (those without a vector are left out)."""

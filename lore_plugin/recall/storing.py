@@ -61,20 +61,21 @@ def near_duplicate(memory: Memory, summary: str, content: str, vector: Any | Non
     # existing fragment lacks, so a change is never swallowed as a repeat.
     says_it = _says_the_same(summary, content)
     for fid, frag in sorted(store.get_many(list(sims)).items(), key=lambda kv: -sims[kv[0]]):
-        if says_it(frag):
+        if says_it(frag.summary, frag.content):
             return fid
     return None
 
 
-def _says_the_same(summary: str, content: str) -> Callable[[Fragment], bool]:
-    """Whether a fragment names the same numbers as this text and holds its every word
-    (numbers_in and held_terms, with each text's words read once and remembered)."""
+def _says_the_same(summary: str, content: str) -> Callable[[str, str], bool]:
+    """Whether a fragment's (summary, content) names the same numbers as this text and
+    holds its every word (numbers_in and held_terms, with each text's words read once and
+    remembered)."""
     mine = f"{summary} {content}"
     terms, numbers = keyword_terms(mine), numbers_in(mine)
     stems = [stem(t) for t in terms]
 
-    def check(frag: Fragment) -> bool:
-        their_numbers, their_stems = _words(f"{frag.summary} {frag.content}")
+    def check(their_summary: str, their_content: str) -> bool:
+        their_numbers, their_stems = _words(f"{their_summary} {their_content}")
         return (their_numbers == numbers
                 and sum(s in their_stems for s in stems) >= SHARED_TERMS * len(terms))
     return check
@@ -97,10 +98,13 @@ def may_repeat(memory: Memory, summary: str, content: str, parent_id: str | None
     store = memory.reader
     if store.find_by_summary(summary, depth, parent_id):
         return True
+    says_it = _says_the_same(summary, content)
+    texts = getattr(store, "sibling_texts", None)
+    if texts is not None:  # the two columns only: reading whole rows was most of a store
+        return any(says_it(*text) for text in texts(parent_id, depth))
     siblings = (store.child_ids(parent_id) if parent_id
                 else store.topic_ids() if depth == 0 else [])
-    says_it = _says_the_same(summary, content)
-    return any(says_it(f) for f in store.get_many(siblings).values())
+    return any(says_it(f.summary, f.content) for f in store.get_many(siblings).values())
 
 
 def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
@@ -191,11 +195,13 @@ def place_knowledge(memory: Memory, content: str, summary: str, parent_id: str |
                   importance)
 
 
-def keep_placed(memory: Memory, placed: Placed, vector: Any | None) -> Stored:
+def keep_placed(memory: Memory, placed: Placed, vector: Any | None,
+                no_repeat: bool = False) -> Stored:
     """store_knowledge's second half, once `vector` (of placed.text) is known: reinforces the
-    near-duplicate it repeats, or stores it."""
+    near-duplicate it repeats, or stores it. `no_repeat`: may_repeat already found no sibling
+    it could repeat, so near_duplicate, which only ever answers such a sibling, is skipped."""
     parent, depth, source = placed.parent, placed.depth, placed.source
-    if not placed.created and (parent is None or parent.depth == depth - 1):
+    if not no_repeat and not placed.created and (parent is None or parent.depth == depth - 1):
         same = near_duplicate(memory, placed.summary, placed.content, vector,
                               parent.id if parent else None, depth)
         if same is not None:
@@ -219,7 +225,7 @@ def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
             and may_repeat(memory, placed.summary, placed.content,
                            parent.id if parent else None, depth)):
         return keep_placed(memory, placed, exact(placed.text)), False
-    return keep_placed(memory, placed, provisional), True
+    return keep_placed(memory, placed, provisional, no_repeat=True), True
 
 
 def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,

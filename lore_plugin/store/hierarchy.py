@@ -47,6 +47,24 @@ class Hierarchy(Edges):
             "ORDER BY f.created_at, f.rowid", (fid,)).fetchall()
         return [r[0] for r in rows]
 
+    def sibling_texts(self, parent_id: str | None, depth: int) -> list[tuple[str, str]]:
+        """(summary, content) of the live fragments that one new at `depth` under
+        `parent_id` would sit beside: the parent's children (child_ids), or the topics
+        (topic_ids) for depth 0 without a parent; none otherwise. Only the two columns: the
+        near-duplicate pre-check reads every sibling at every store (recall/storing.py)."""
+        if parent_id:
+            rows = self.conn.execute(
+                "SELECT f.summary, f.content FROM edges e JOIN fragments f ON f.id = e.target "
+                "WHERE e.source = ? AND e.kind = 'hierarchical' AND f.superseded_by IS NULL",
+                (parent_id,))
+        elif depth == 0:
+            rows = self.conn.execute(
+                "SELECT summary, content FROM fragments WHERE depth = 0 "
+                "AND superseded_by IS NULL")
+        else:
+            return []
+        return [(summary, content) for summary, content in rows]
+
     def descendant_ids(self, fid: str, max_levels: int = 16,
                        include_superseded: bool = False) -> list[tuple[str, int]]:
         """(id, level below fid) breadth-first, fid itself excluded, each id once at its

@@ -365,3 +365,43 @@ async def test_concurrent_store_memory_calls_to_one_real_server_are_each_stored_
     assert sorted(a["duplicate"] for a in repeated) == [False, True]
     assert repeated[0]["id"] == repeated[1]["id"]
     assert facts(tmp_path / "memory.db") == Counter(summary for _, summary in calls[:11])
+
+
+def test_a_batchs_placement_searches_read_the_shared_index_in_one_matrix_product(memory):
+    """Each placed store's search of the committed vectors comes from one search_batch over
+    the whole batch's placement queries, not one pass of the matrix each; and the batch
+    places and decides every store as one at a time would (the test above for a batch with
+    repeats)."""
+    from lore_plugin.recall.search import VectorIndex
+
+    class Watched(VectorIndex):  # the real index, its passes over the matrix counted
+        def __init__(self) -> None:
+            super().__init__()
+            self.batches: list[int] = []
+            self.single = 0
+
+        def search_batch(self, queries, k, depth, windows):  # type: ignore[no-untyped-def]
+            self.batches.append(len(queries))
+            return super().search_batch(queries, k, depth, windows)
+
+        def search_many(self, query, k, depth, windows):  # type: ignore[no-untyped-def]
+            self.single += 1
+            return super().search_many(query, k, depth, windows)
+
+    index = Watched()
+    writer = GroupWriter(lambda: Store(memory.db_path), memory.embedder, index=index,
+                         clock=memory.clock, project=memory.project)
+    try:
+        for i in range(3):  # a branch to place into
+            writer.submit(*numbered(i))
+        index.batches.clear()
+        before = index.single
+        futures = one_batch(writer, memory.db_path, [numbered(i) for i in range(3, 9)])
+    finally:
+        writer.close()
+    assert writer.batches[-1] == 6
+    assert index.batches == [1, 6]  # the blocker alone, then the six together
+    assert index.single == before  # no placement search went over the matrix by itself
+    stored = [f.result() for f in futures]
+    assert {s.fragment.parent_id for s in stored} == {stored[0].fragment.parent_id}
+    assert not any(s.duplicate for s in stored)

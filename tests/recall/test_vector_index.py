@@ -425,3 +425,25 @@ def test_put_copies_a_read_only_base_only_for_a_row_in_it():
     rows.put(np.array([1, 4]), np.full((2, 2), 7.0, np.float32))
     assert rows.base is not base and np.array_equal(rows[np.array([1, 4])], [[7, 7], [7, 7]])
     assert not base.any()  # the original untouched
+
+
+@pytest.mark.parametrize("reduced", [False, True])
+def test_a_batch_of_queries_finds_what_each_query_finds_alone(tmp_path, monkeypatch, reduced):
+    """The group writer's placement searches (search_batch, one matrix product) give each
+    query the answer search_many gives it, exact scan or reduced pass, any depth filter."""
+    monkeypatch.setattr(search, "REDUCE_FROM", 1000 if reduced else 10_000)
+    rng = np.random.default_rng(5)
+    store = Store(tmp_path / "m.db")
+    fill(store, clustered(rng, 1500), 0)
+    index = search.VectorIndex()
+    index.refresh(store)
+    assert (index.basis is not None) == reduced
+    queries = clustered(rng, 9)
+    for depth in (None, 1):
+        together = index.search_batch(queries, 100, depth, [None])
+        assert len(together) == len(queries)
+        for query, got in zip(queries, together):
+            alone = index.search_many(query, 100, depth, [None])[0]
+            assert [i for i, _ in got[0]] == [i for i, _ in alone]
+            assert np.allclose([s for _, s in got[0]], [s for _, s in alone], atol=1e-5)
+    assert search.VectorIndex().search_batch(queries[:2], 5, None, [None]) == [[[]], [[]]]

@@ -117,3 +117,27 @@ def test_an_unopenable_path_gives_a_clear_error(tmp_path):
 
 
 # Failure records, edges, the tree and candidate rows: test_contract.py, on both backends.
+
+
+def test_sibling_texts_are_the_live_children_or_topics_that_child_ids_and_topic_ids_name(tmp_path):
+    """The near-duplicate pre-check (recall/storing.may_repeat) reads only these two columns
+    of a new fragment's siblings: the same fragments as child_ids / topic_ids, no more."""
+    store = Store(tmp_path / "m.db")
+
+    def add(fid: str, depth: int, parent: str | None = None) -> None:
+        store.insert(NewFragment(content=f"content {fid}", summary=f"summary {fid}", depth=depth,
+                                 id=fid * 32), now=1.0, parent_id=parent and parent * 32)
+    with store.write():
+        for fid, depth, parent in (("a", 0, None), ("b", 0, None), ("c", 1, "a"), ("d", 1, "a"),
+                                   ("e", 1, "b"), ("f", 2, "c")):
+            add(fid, depth, parent)
+    store.supersede("d" * 32, "c" * 32, now=2.0)
+
+    def texts(ids: list[str]) -> set[tuple[str, str]]:
+        return {(f.summary, f.content) for f in store.get_many(ids).values()}
+    assert set(store.sibling_texts("a" * 32, 1)) == texts(store.child_ids("a" * 32)) == {
+        ("summary c", "content c")}  # d is superseded
+    assert set(store.sibling_texts(None, 0)) == texts(store.topic_ids()) == {
+        ("summary a", "content a"), ("summary b", "content b")}
+    assert store.sibling_texts(None, 2) == [] and store.sibling_texts("f" * 32, 3) == []
+    store.close()
