@@ -241,7 +241,8 @@ class GroupWriter:
                 try:  # a caller storing one fact after another is not made to wait for it
                     return self._queue.get(timeout=RECONTEXT_IDLE)
                 except queue.Empty:
-                    pass
+                    if self._queued:  # stage one is embedding the next group: not idle
+                        continue
             self._recontext_some()
         return self._queue.get()
 
