@@ -320,19 +320,18 @@ class GroupWriter:
         outcome: list[Stored | BaseException | None] = [None] * len(requests)
         placed: list[Placed | None] = [None] * len(requests)
         embedder = None if self.embedder is None else PrefilledEmbedder(self.embedder)
+        words = [query_words(r, self.clock, self.tz) if placed_here(r) else None for r in requests]
         # The queries' model call comes before the transaction; the texts' call runs inside it
         # (their parents are known only there), so the lock is held for one batched call.
         if embedder is not None:
             started = time.perf_counter()
             embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
-            embedder.prefill([query_words(r, self.clock, self.tz) for r, _, ahead in batch
-                              if ahead is None and placed_here(r)])
+            embedder.prefill([w for w, (_, _, ahead) in zip(words, batch)
+                              if ahead is None and w is not None])
             self.timings["embed_queries"] += time.perf_counter() - started
         with store.write():
             view = BatchIndex(self.index, store, [] if embedder is None else [
-                embedder.known[q] for q in dict.fromkeys(query_words(r, self.clock, self.tz)
-                                                         for r in requests if placed_here(r))
-                if q in embedder.known])
+                embedder.known[w] for w in dict.fromkeys(words) if w in embedder.known])
             memory = BatchMemory(store, view, embedder, self.clock, self.tz)
             marks = [time.perf_counter()]
             for i, request in enumerate(requests):
@@ -348,9 +347,8 @@ class GroupWriter:
             # One model run a placed store: it keeps its placement query's vector for now
             # (recontext.py gives it its text's under its parent later). The rest (a parent
             # given, a topic) and any that could repeat a sibling get theirs now.
-            ahead = [None if p is None or embedder is None or not placed_here(r)
-                     else embedder.known.get(query_words(r, self.clock, self.tz))
-                     for p, r in zip(placed, requests)]
+            ahead = [None if p is None or embedder is None or w is None
+                     else embedder.known.get(w) for p, w in zip(placed, words)]
             if embedder is not None:
                 marks.append(time.perf_counter())
                 embedder.prefill([p.text for p, a in zip(placed, ahead)
