@@ -6,6 +6,7 @@ writer or the service's warm-up."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -126,3 +127,56 @@ def test_the_marks_a_crash_leaves_are_finished_by_the_services_warm_up(memory, e
     service.warm_up()
     assert_final_vectors(memory.db_path, embedder)
     service.close()
+
+
+class GatedModel:
+    """The real model, whose call for a text naming GATED waits until `open` is set: a store
+    held in the first stage (its placement query being embedded) for as long as a test
+    needs. The vectors are the model's own."""
+
+    def __init__(self, embedder: LocalEmbedder) -> None:
+        import threading
+
+        self.embedder = embedder
+        self.open = threading.Event()
+
+    @property
+    def available(self) -> bool:
+        return self.embedder.available
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if any("GATED" in t for t in texts):
+            assert self.open.wait(60), "the test never opened the gate"
+        return self.embedder.embed(texts)
+
+
+def test_the_writer_replaces_vectors_only_once_no_store_is_on_its_way(memory, embedder):
+    """The replacements wait while the first stage still embeds a store for the writer: a
+    model call for them then would hold that store up. Once it is written and nothing else
+    comes, they are done."""
+    from tests.recall.test_group_commit import _request, database_held
+
+    seeded(memory)
+    model = GatedModel(embedder)
+    writer = GroupWriter(lambda: Store(memory.db_path), model, clock=memory.clock,  # type: ignore[arg-type]
+                         project=memory.project)
+    try:
+        with database_held(memory.db_path):  # the writer busy with the first store
+            first = writer.submit_request(_request(subject_fact("billing", 7)))
+            until(lambda: writer.queued == 0)
+            second = writer.submit_request(_request(subject_fact("mailer", 7)))  # to the writer
+            held = writer.submit_request(_request(subject_fact("search", 8)[:1] + (
+                "GATED search timeout is 108 s (review 8)",)))  # to the first stage
+            assert writer.queued == 2 and writer.ready == 1
+        assert first.result(timeout=60).provisional and second.result(timeout=60).provisional
+        assert marks(memory.db_path) == 2
+        time.sleep(1.0)  # five times the idle wait: the old writer replaced meanwhile
+        assert writer.recontext_calls == 0 and marks(memory.db_path) == 2
+        model.open.set()
+        assert held.result(timeout=60).provisional
+        until(lambda: marks(memory.db_path) == 0)
+        assert writer.recontext_calls >= 1
+    finally:
+        model.open.set()
+        writer.close()
+    assert_final_vectors(memory.db_path, embedder)
