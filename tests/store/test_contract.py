@@ -182,6 +182,23 @@ def test_text_updates_confirmations_metadata_and_states_are_kept(backend):
     assert store.keyword_search('"fridays"', 5) == []
 
 
+def test_recall_use_counts_returns_uses_and_runs_of_ignored_recalls(backend):
+    store = backend.store
+    a, b = (store.insert(_frag(x), now=1.0) for x in ("used once", "never used"))
+    store.record_recall_use([a, b], [a], 2.0)
+    store.record_recall_use([a, b, b], [], 3.0)  # b shown twice in one recall counts twice
+    assert store.recall_use(a) == (2, 1, 1)
+    assert store.recall_use(b) == (3, 0, 3)
+    store.record_recall_use([b], [b], 4.0)  # a use ends the run of ignored recalls
+    assert store.recall_use(b) == (4, 1, 0)
+    store.record_recall_use(["0123456789abcdef" * 2], [], 5.0)  # no such fragment: nothing
+    store.record_recall_use([], [], 5.0)
+    assert store.recall_use("0123456789abcdef" * 2) == (0, 0, 0)
+    store.delete(a, now=6.0)  # the counts go with their fragment
+    assert store.recall_use(a) == (0, 0, 0)
+    assert store.get(b).access_count == 0  # counting is not reinforcing
+
+
 # -- keyword search ------------------------------------------------------------------------
 def test_keyword_search_ranks_the_rare_word_and_the_summary_first(backend):
     store = backend.store
