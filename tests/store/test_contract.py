@@ -179,6 +179,11 @@ def test_text_updates_confirmations_metadata_and_states_are_kept(backend):
         "ship day is Thursday", 5.0, {"review": {"note": 1}})
     assert (frag.access_count, frag.relevance_score, frag.last_accessed) == (3, 1.5, 7.0)
     assert [f.id for f, _ in store.keyword_search('"thursdays"', 5)] == [fid]
+    # ...and the rows of both searches carry the state recall wrote (it blends into ranks)
+    assert [(f.access_count, f.relevance_score) for f, _ in store.keyword_search(
+        '"thursdays"', 5)] == [(3, 1.5)]
+    assert [(f.access_count, f.relevance_score) for f in store.get_many(
+        [fid], with_text=False, with_parent=False).values()] == [(3, 1.5)]
     assert store.keyword_search('"fridays"', 5) == []
 
 
