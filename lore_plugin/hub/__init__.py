@@ -44,13 +44,21 @@ from .transfer import Transfer
 from .upkeep import Upkeep
 
 __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnavailable",
-           "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
+           "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub",
+           "read_only_url"]
 
 
 class HubStore(Transfer, StateKeywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
                Forgetting):
     # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28)
     """One space of a hub, through a small connection pool (see the modules)."""
+
+
+def read_only_url(url: str) -> str:
+    """The URL with every transaction read-only, enforced by the server (previews)."""
+    from . import bootstrap
+
+    return bootstrap.read_only(url)
 
 
 def init_hub(url: str, spaces: tuple[str, ...] = ("personal",)) -> int:
