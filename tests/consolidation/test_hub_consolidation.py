@@ -54,10 +54,10 @@ def state(rows_of, hub: bool = False) -> dict[str, Any]:
     """What the cycle changes, comparable across backends: fragments with their memory
     state, text and supersession; edges by their ends (associative ones undirected). The
     hub keeps the state in fragment_state (migration 5)."""
-    fragments = ("fragments JOIN fragment_state s USING (space, id)" if hub else "fragments")
+    score, fragments = (("s.relevance_score", "fragments JOIN fragment_state s USING (space, id)")
+                        if hub else ("relevance_score", "fragments"))
     frags = {r[0]: (r[1], r[2], r[3], round(r[4], 9), r[5]) for r in rows_of(
-        "SELECT id, summary, content, superseded_by, relevance_score, depth FROM "
-        + fragments)}
+        f"SELECT id, summary, content, superseded_by, {score}, depth FROM {fragments}")}
     edges = set()
     for source, target, kind, weight in rows_of("SELECT source, target, kind, weight FROM edges"):
         ends = tuple(sorted((source, target))) if kind == "associative" else (source, target)
