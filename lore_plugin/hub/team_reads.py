@@ -18,16 +18,18 @@ class TeamReads(HubConnection):
     def knowledge_of(self, project: str | None, limit: int, scan: int = _SCAN
                      ) -> list[tuple[Any, int, int]]:
         """Live facts and details (and concepts without live children) of `project` or of
-        no project, most important first, each with (0, 0): the hub keeps no recall counts."""
+        no project, most important first, each with (times recalled, times used), counted
+        in fragment_state (state.py's record_recall_use)."""
         rows = self._all(
-            f"SELECT {joined(FRAGMENT_COLUMNS)} FROM fragments f {STATE_JOIN} WHERE f.space = %(s)s "
+            f"SELECT {joined(FRAGMENT_COLUMNS)}, coalesce(s.returned, 0), coalesce(s.used, 0) "
+            f"FROM fragments f {STATE_JOIN} WHERE f.space = %(s)s "
             "AND f.superseded_by IS NULL AND (f.project = %(p)s OR f.project IS NULL) "
             "AND (f.depth >= 2 OR (f.depth = 1 AND NOT EXISTS (SELECT 1 FROM edges e "
             "JOIN fragments c ON c.space = e.space AND c.id = e.target WHERE e.space = f.space "
             "AND e.source = f.id AND e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
             f"ORDER BY f.importance DESC, {state_of('relevance_score')} DESC LIMIT %(k)s",
             {"s": self.space, "p": project, "k": min(limit, scan)})
-        return [(row_to_fragment(r), 0, 0) for r in rows]
+        return [(row_to_fragment(r[:18]), int(r[18]), int(r[19])) for r in rows]
 
     def authors(self, ids: Sequence[str]) -> dict[str, str]:
         """The role that wrote each fragment (absent: no such fragment in the space)."""

@@ -196,6 +196,8 @@ def test_recall_use_counts_returns_uses_and_runs_of_ignored_recalls(backend):
     assert store.recall_use(b) == (3, 0, 3)
     store.record_recall_use([b], [b], 4.0)  # a use ends the run of ignored recalls
     assert store.recall_use(b) == (4, 1, 0)
+    # the brief's candidates carry the counts (times recalled, times used)
+    assert {f.id: (r, u) for f, r, u in store.knowledge_of(None, 10)} == {a: (2, 1), b: (4, 1)}
     store.record_recall_use(["0123456789abcdef" * 2], [], 5.0)  # no such fragment: nothing
     store.record_recall_use([], [], 5.0)
     assert store.recall_use("0123456789abcdef" * 2) == (0, 0, 0)
