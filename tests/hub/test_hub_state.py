@@ -144,3 +144,20 @@ def test_recall_and_the_cycle_leave_the_vector_s_row_as_it_was(hub_space):
         [(0.5, r[0], r[4], r[2]) for r in table]) == len(ids)
     assert versions() == before
     assert {store.get(i).relevance_score for i in ids} == {0.5}
+
+
+def test_the_usefulness_loop_judges_recalls_of_a_hub_space(hub_space):
+    """capture/usefulness.apply_recall_use on a hub space (it was skipped there and logged):
+    the fragment the assistant used gains a use and a reinforcement, the ignored one a run."""
+    from lore_plugin.capture.usefulness import Recall, apply_recall_use
+
+    store = hub_space
+    used = store.insert(NewFragment(content="Billing deploys go out Tuesdays at 14:00 UTC.",
+                                    summary="billing deploy window", depth=2), 1.0)
+    ignored = store.insert(NewFragment(content="The staging database is rebuilt nightly.",
+                                       summary="staging rebuild schedule", depth=2), 1.0)
+    recall = Recall(shown=[used[:12], ignored[:12]], question="when can I deploy billing?",
+                    after=["Billing deploys go out on Tuesdays at 14:00 UTC, so wait."])
+    assert apply_recall_use(store, [recall], 100.0) == 1
+    assert store.recall_use(used) == (1, 1, 0) and store.recall_use(ignored) == (1, 0, 1)
+    assert store.get(used).access_count == 1 and store.get(ignored).access_count == 0
