@@ -40,12 +40,15 @@ def conninfo(settings: Settings) -> str:
     return settings.hub_url + joiner + urlencode({"password": password})
 
 
-def open_store(settings: Settings, space: str, create: bool = False) -> HubStore:
+def open_store(settings: Settings, space: str, create: bool = False,
+               read_only: bool = False) -> HubStore:
     """One hub space's store; HubError (unreachable, no pgvector, newer schema, unknown
-    space) when it cannot be had."""
-    from ..hub import HubStore
+    space) when it cannot be had. read_only: the server refuses any write through it."""
+    from ..hub import HubStore, read_only_url
 
-    return HubStore(conninfo(settings), space, create_space=create)
+    url = conninfo(settings)
+    return HubStore(read_only_url(url) if read_only else url, space,
+                    create_space=create and not read_only)
 
 
 def open_memory(settings: Settings, space: str, embedder: Embedder | None,

@@ -22,7 +22,13 @@ def cmd_mcp(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_consolidate(args: argparse.Namespace, settings: Settings) -> int:
     """The local file's cycle, then each hub space this Lore uses and may write."""
     code = _consolidate_local(args, settings)
-    if settings.hub_url and not args.dry_run:
+    if settings.hub_url and args.dry_run:
+        import time
+
+        from ..consolidation.hub_spaces import describe_previews, preview_hub_spaces
+
+        print("\n".join(describe_previews(preview_hub_spaces(settings, time.time))))
+    elif settings.hub_url:
         import time
 
         from ..consolidation.hub_spaces import describe_outcomes, run_hub_if_overdue

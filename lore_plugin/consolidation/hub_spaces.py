@@ -124,9 +124,56 @@ def run_hub_if_overdue(settings: Settings, clock: Clock, force: bool = False,
     return outcomes
 
 
+def _open_read_only(settings: Settings, space: str) -> HubStore:
+    from ..capture.hub_link import open_store
+
+    return open_store(settings, space, read_only=True)
+
+
+def preview_hub_spaces(settings: Settings, clock: Clock,
+                       open_space: Callable[[Settings, str], HubStore] = _open_read_only,
+                       ) -> dict[str, dict[str, Any] | str]:
+    """`lore consolidate --dry-run` on each hub space this Lore uses and may write: the
+    cycle's dry run (no LLM), through a connection whose every transaction the server keeps
+    read-only, so a preview cannot change a space even by mistake; no lock, no schedule.
+    Per space, its report or why there is none; never raises."""
+    outcomes: dict[str, dict[str, Any] | str] = {}
+    for space in settings.hub_spaces:
+        try:
+            store = open_space(settings, space)
+        except LoreError as exc:
+            outcomes[space] = f"skipped: {exc}"
+            continue
+        try:
+            outcomes[space] = (consolidate(settings, store, clock, dry_run=True)  # type: ignore[arg-type]
+                               if store.may_write() else "read-only")
+        except LoreError as exc:
+            outcomes[space] = f"stopped: {exc}"
+        except Exception as exc:  # a bug in a preview must not cost the local report
+            log.exception("hub space %s: preview crashed", space)
+            outcomes[space] = f"stopped: {type(exc).__name__}"
+        finally:
+            store.close()
+    return outcomes
+
+
 _WHY = {"read-only": "not consolidated: this role only reads it",
         "not due": "not due (its schedule is kept in the hub, for every machine)",
         "locked": "another machine is consolidating it now"}
+
+
+def describe_previews(outcomes: dict[str, dict[str, Any] | str]) -> list[str]:
+    """`lore consolidate --dry-run`'s lines for the hub spaces: each one's dry run as the
+    local file's is described, or one line saying why there is none."""
+    from .schedule import describe
+
+    lines: list[str] = []
+    for space, o in outcomes.items():
+        if isinstance(o, dict):
+            lines += [f"hub space {space}:", *("  " + line for line in describe(o))]
+        else:
+            lines.append(f"hub space {space}: " + _WHY.get(o, o))
+    return lines
 
 
 def describe_outcomes(outcomes: dict[str, dict[str, Any] | str]) -> list[str]:

@@ -12,6 +12,7 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     dates        the days a fragment's text names
     fragments    insert (redacted), get, resolve, update, supersede, delete
     keywords     tsvector search on FTS5's scale, query-term statistics
+    state        the memory state in its narrow table (migration 5): reads, writes, usefulness
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
     corrections  a team space's record of supersessions (both authors), and their undo
@@ -36,20 +37,28 @@ from .errors import (
     UnknownSpace,
 )
 from .forgetting import Forgetting
-from .keywords import Keywords
 from .ledger import Ledger
+from .state import StateKeywords
 from .team_reads import TeamReads
 from .transfer import Transfer
 from .upkeep import Upkeep
 
 __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnavailable",
-           "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub"]
+           "HubUnreachable", "ModelMismatch", "NoPgvector", "UnknownSpace", "init_hub",
+           "read_only_url"]
 
 
-class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
+class HubStore(Transfer, StateKeywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
                Forgetting):
     # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28)
     """One space of a hub, through a small connection pool (see the modules)."""
+
+
+def read_only_url(url: str) -> str:
+    """The URL with every transaction read-only, enforced by the server (previews)."""
+    from . import bootstrap
+
+    return bootstrap.read_only(url)
 
 
 def init_hub(url: str, spaces: tuple[str, ...] = ("personal",)) -> int:

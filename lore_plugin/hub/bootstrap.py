@@ -28,6 +28,18 @@ def display(url: str) -> str:
     return f"postgresql://{user}{where}/{parts.get('dbname', '')}"
 
 
+def read_only(url: str) -> str:
+    """The URL with every transaction of its sessions read-only, by the server's own rule
+    (default_transaction_read_only): a preview through it cannot write, whatever it calls.
+    Options the URL already gives are kept."""
+    try:
+        given = conninfo.conninfo_to_dict(url).get("options") or ""
+    except psycopg.ProgrammingError as exc:
+        raise HubUnreachable(f"the hub URL is not valid: {_first_line(exc)}") from None
+    return conninfo.make_conninfo(
+        url, options=f"{given} -c default_transaction_read_only=on".strip())
+
+
 def connect(url: str, autocommit: bool = True) -> psycopg.Connection:
     """One connection, or HubUnreachable naming what failed in one line."""
     try:

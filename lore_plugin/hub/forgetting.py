@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .fragments import Fragments
+from .state import STATE_JOIN, joined
 
 # Whether the current role may delete every fragment of the space: an owner, or the admin.
 _DELETES_ALL = ("(%(s)s = ANY ((SELECT lore_spaces('own'))::text[]) OR "
@@ -30,9 +31,11 @@ class Forgetting(Fragments):
         of those of `ids` this role may delete."""
         if not ids:
             return {}
+        columns = joined("id, depth, importance, access_count, decay_rate, last_reinforced, "
+                         "created_at")
         rows = self._all(
-            "SELECT f.id, f.depth, f.importance, f.access_count, f.decay_rate, "
-            "f.last_reinforced, f.created_at FROM fragments f WHERE f.space = %(s)s AND "
+            f"SELECT {columns} "
+            f"FROM fragments f {STATE_JOIN} WHERE f.space = %(s)s AND "
             f"f.id = ANY(%(i)s) AND {_MAY_DELETE}", {"s": self.space, "i": list(ids)})
         return {r[0]: tuple(r[1:]) for r in rows}
 

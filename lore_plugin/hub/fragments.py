@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.errors import AmbiguousId, InvalidInput, NotFound
-from ..core.relevance import MemoryState, decay_rate_for
+from ..core.relevance import decay_rate_for
 from ..core.types import Fragment, NewFragment
 from ..safety.redact import redact
 from ..store.connection import new_id
 from ..store.rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
 from .dates import Dates
 from .errors import HubAccessDenied
+from .state import STATE_JOIN, MemoryStates, joined
 from .tree import Tree
 from .vectors import Vectors
 
@@ -28,7 +29,7 @@ _PARENT_OF = ("(SELECT source FROM edges e WHERE e.space = f.space AND e.target 
               "e.kind = 'hierarchical' LIMIT 1)")
 
 
-class Fragments(Tree, Vectors, Dates):
+class Fragments(Tree, Vectors, Dates, MemoryStates):
     def insert(self, new: NewFragment, now: float, embedding: bytes | None = None,
                parent_id: str | None = None) -> str:
         fid = new.id or new_id()  # chosen before the first attempt: a retry reuses it
@@ -57,8 +58,8 @@ class Fragments(Tree, Vectors, Dates):
         return fid
 
     def get(self, fid: str) -> Fragment:
-        rows = self._all(f"SELECT {FRAGMENT_COLUMNS}, {_PARENT_OF} FROM fragments f "
-                         "WHERE space = %s AND id = %s", (self.space, fid))
+        rows = self._all(f"SELECT {joined(FRAGMENT_COLUMNS)}, {_PARENT_OF} FROM fragments f "
+                         f"{STATE_JOIN} WHERE f.space = %s AND f.id = %s", (self.space, fid))
         if not rows:
             raise NotFound(f"no fragment with id {fid} in space '{self.space}'; use "
                            "query_memory or list_topics to find ids")
@@ -70,8 +71,8 @@ class Fragments(Tree, Vectors, Dates):
             return {}
         columns = FRAGMENT_COLUMNS if with_text else FRAGMENT_NUMBERS
         parent = f", {_PARENT_OF}" if with_parent else ""
-        rows = self._all(f"SELECT {columns}{parent} FROM fragments f WHERE space = %s AND "
-                         "id = ANY(%s)", (self.space, list(ids)))
+        rows = self._all(f"SELECT {joined(columns)}{parent} FROM fragments f {STATE_JOIN} "
+                         "WHERE f.space = %s AND f.id = ANY(%s)", (self.space, list(ids)))
         return {r[0]: row_to_fragment(r, r[PARENT] if with_parent else None) for r in rows}
 
     def has_fragment(self, fid: str) -> bool:
@@ -130,29 +131,6 @@ class Fragments(Tree, Vectors, Dates):
             "WHERE space = %(s)s) FROM fragments WHERE space = %(s)s", {"s": self.space})[0]
         keys = ("fragments", "topics", "superseded", "without_embedding", "edges")
         return {k: int(v or 0) for k, v in zip(keys, row)}
-
-    def save_memory_states(self, states: dict[str, tuple[MemoryState, float]]) -> None:
-        """id -> (new state, new relevance score)."""
-        if not states:
-            return
-        columns = list(zip(*[(i, s.access_count, s.decay_rate, s.last_accessed,
-                              s.last_reinforced, r) for i, (s, r) in states.items()]))
-
-        own = not self.in_transaction()  # a caller's transaction keeps its own durability
-
-        def work() -> None:
-            # Memory state is best effort (recall skips it when it cannot write): its commit
-            # need not wait for the WAL flush. A server crash may lose the last moment's
-            # reinforcements, never anything else: the setting is this transaction's only.
-            if own:
-                self._run("SET LOCAL synchronous_commit = off")
-            self._run(  # one statement, one round trip
-                "UPDATE fragments f SET access_count = u.n, decay_rate = u.d, last_accessed = "
-                "u.a, last_reinforced = u.r, relevance_score = u.s FROM unnest(%s::text[], "
-                "%s::int[], %s::float8[], %s::float8[], %s::float8[], %s::float8[]) AS "
-                "u(id, n, d, a, r, s) WHERE f.space = %s AND f.id = u.id",
-                (*[list(c) for c in columns], self.space))
-        self._atomic(work)
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
                     embedding: bytes | None = None) -> None:

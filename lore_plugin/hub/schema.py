@@ -11,6 +11,7 @@ from __future__ import annotations
 from .access_sql import MIGRATION as TEAM_ACCESS
 from .correct_sql import MIGRATION as TEAM_CORRECT
 from .forget_sql import MIGRATION as TEAM_FORGET
+from .state_sql import MIGRATION as MEMORY_STATE
 
 VERSION_TABLE = "lore_schema"
 MIGRATE_LOCK = 0x4C4F5245_0001  # pg_advisory_xact_lock key: "LORE", schema migrations
@@ -162,6 +163,8 @@ MIGRATIONS: list[str] = [
     TEAM_FORGET,
     # 4: one member correcting another's fact: recorded with both authors, undoable by any
     TEAM_CORRECT,
+    # 5: the memory state recall and consolidation rewrite, in a narrow table of its own
+    MEMORY_STATE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

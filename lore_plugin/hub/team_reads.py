@@ -9,6 +9,7 @@ from typing import Any
 
 from ..store.rows import FRAGMENT_COLUMNS, row_to_fragment
 from .connection import HubConnection
+from .state import STATE_JOIN, joined, state_of
 
 _SCAN = 500  # as store/hierarchy.py: the most important rows only, never the whole space
 
@@ -17,17 +18,18 @@ class TeamReads(HubConnection):
     def knowledge_of(self, project: str | None, limit: int, scan: int = _SCAN
                      ) -> list[tuple[Any, int, int]]:
         """Live facts and details (and concepts without live children) of `project` or of
-        no project, most important first, each with (0, 0): the hub keeps no recall counts."""
-        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
+        no project, most important first, each with (times recalled, times used), counted
+        in fragment_state (state.py's record_recall_use)."""
         rows = self._all(
-            f"SELECT {columns} FROM fragments f WHERE f.space = %(s)s "
+            f"SELECT {joined(FRAGMENT_COLUMNS)}, coalesce(s.returned, 0), coalesce(s.used, 0) "
+            f"FROM fragments f {STATE_JOIN} WHERE f.space = %(s)s "
             "AND f.superseded_by IS NULL AND (f.project = %(p)s OR f.project IS NULL) "
             "AND (f.depth >= 2 OR (f.depth = 1 AND NOT EXISTS (SELECT 1 FROM edges e "
             "JOIN fragments c ON c.space = e.space AND c.id = e.target WHERE e.space = f.space "
             "AND e.source = f.id AND e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
-            "ORDER BY f.importance DESC, f.relevance_score DESC LIMIT %(k)s",
+            f"ORDER BY f.importance DESC, {state_of('relevance_score')} DESC LIMIT %(k)s",
             {"s": self.space, "p": project, "k": min(limit, scan)})
-        return [(row_to_fragment(r), 0, 0) for r in rows]
+        return [(row_to_fragment(r[:18]), int(r[18]), int(r[19])) for r in rows]
 
     def authors(self, ids: Sequence[str]) -> dict[str, str]:
         """The role that wrote each fragment (absent: no such fragment in the space)."""
@@ -55,9 +57,9 @@ class TeamReads(HubConnection):
     def authored(self, limit: int = 20, min_depth: int = 2) -> list[Any]:
         """This role's own live facts (and details) in the space, the newest first: what the
         viewer offers to take back out of it (`lore unshare`)."""
-        columns = ", ".join(f"f.{c.strip()}" for c in FRAGMENT_COLUMNS.split(","))
         rows = self._all(
-            f"SELECT {columns} FROM fragments f WHERE f.space = %s AND f.author = current_user "
+            f"SELECT {joined(FRAGMENT_COLUMNS)} FROM fragments f {STATE_JOIN} WHERE "
+            "f.space = %s AND f.author = current_user "
             "AND f.superseded_by IS NULL AND f.depth >= %s ORDER BY f.seq DESC LIMIT %s",
             (self.space, min_depth, limit))
         return [row_to_fragment(r) for r in rows]

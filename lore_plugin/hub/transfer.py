@@ -14,6 +14,7 @@ from ..store.backup import Backup
 from . import vector_index
 from .copy_rows import check_vector, copy_binary
 from .fragments import Fragments
+from .state import STATE_JOIN, joined
 from .vectors import vector_blob
 
 COLUMNS = Backup.EXPORT_COLUMNS  # the same row shape both ways
@@ -101,8 +102,9 @@ class Transfer(Fragments):
 
     def export_fragments(self) -> Iterator[dict[str, Any]]:
         """Every fragment of the space in insertion order, as store/backup.py exports."""
-        cols = ", ".join("embedding::real[]" if c == "embedding" else c for c in COLUMNS)
-        for row in self._all(f"SELECT {cols} FROM fragments WHERE space = %s ORDER BY seq",
+        cols = joined(", ".join("embedding::real[]" if c == "embedding" else c for c in COLUMNS))
+        for row in self._all(f"SELECT {cols.replace('embedding::', 'f.embedding::')} FROM "
+                             f"fragments f {STATE_JOIN} WHERE f.space = %s ORDER BY f.seq",
                              (self.space,)):
             out = dict(zip(COLUMNS, row))
             out["embedding"] = None if out["embedding"] is None else vector_blob(out["embedding"])

@@ -10,6 +10,7 @@ from ..core.errors import InvalidInput
 from ..core.types import Edge
 from ..store.connection import new_id
 from .connection import HubConnection
+from .state import STATE_JOIN, state_of
 
 EDGE_COLUMNS = "id, source, target, kind, weight, created_at"
 
@@ -109,15 +110,16 @@ class Tree(HubConnection):
             {"d": depth, "s": self.space, "r": list(roots)})]
 
     def topic_ids(self, include_superseded: bool = False) -> list[str]:
-        hide = "" if include_superseded else "AND superseded_by IS NULL"
+        hide = "" if include_superseded else "AND f.superseded_by IS NULL"
         return [r[0] for r in self._all(
-            f"SELECT id FROM fragments WHERE space = %s AND depth = 0 {hide} "
-            "ORDER BY relevance_score DESC", (self.space,))]
+            f"SELECT f.id FROM fragments f {STATE_JOIN} WHERE f.space = %s AND f.depth = 0 "
+            f"{hide} ORDER BY {state_of('relevance_score')} DESC", (self.space,))]
 
     def topic_names(self, limit: int = 200) -> list[str]:
         return [r[0] for r in self._all(
-            "SELECT summary FROM fragments WHERE space = %s AND depth = 0 AND superseded_by "
-            "IS NULL ORDER BY relevance_score DESC LIMIT %s", (self.space, limit))]
+            f"SELECT f.summary FROM fragments f {STATE_JOIN} WHERE f.space = %s AND "
+            "f.depth = 0 AND f.superseded_by IS NULL ORDER BY "
+            f"{state_of('relevance_score')} DESC LIMIT %s", (self.space, limit))]
 
     def descendant_counts(self, ids: Sequence[str]) -> dict[str, int]:
         if not ids:

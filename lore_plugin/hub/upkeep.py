@@ -16,11 +16,12 @@ from typing import Any
 
 from ..store.connection import new_id
 from .fragments import Fragments
+from .state import STATE_JOIN, joined
 from .vectors import vector_blob
 
 LAST_RUN = "last_consolidation"  # meta: when the last real cycle of this space finished
 LAST_REPORT = "last_consolidation_report"  # meta: its report (JSON)
-RELEVANCE_BATCH = 100  # relevance updates per transaction (see set_relevance_if_unchanged)
+RELEVANCE_BATCH = 1000  # relevance updates per transaction (see set_relevance_if_unchanged)
 _WRITER = ("(%(s)s = ANY ((SELECT lore_spaces('write'))::text[]) OR "
            "coalesce((SELECT rolsuper FROM pg_roles WHERE rolname = current_user), false))")
 
@@ -34,19 +35,22 @@ class Upkeep(Fragments):
     def relevance_table(self) -> list[tuple[Any, ...]]:
         """(seq, importance, access_count, decay_rate, last_reinforced, created_at, depth,
         relevance_score) for every fragment of the space: all numbers, for one array."""
+        columns = joined("seq, importance, access_count, decay_rate, last_reinforced, "
+                         "created_at, depth, relevance_score")
         return [tuple(r) for r in self._all(
-            "SELECT seq, importance, access_count, decay_rate, last_reinforced, created_at, "
-            "depth, relevance_score FROM fragments WHERE space = %s", (self.space,))]
+            f"SELECT {columns} FROM fragments f {STATE_JOIN} WHERE f.space = %s", (self.space,))]
 
     def set_relevance_if_unchanged(self, rows: Sequence[tuple[float, int, float, int]]) -> int:
         """(score, seq, last_reinforced, access_count): a fragment recalled since the caller
         read it keeps the score recall gave it. Returns how many were updated.
 
-        A fragment's row holds its vector (2 KB), so a page has no room for a second version
-        of it and the update is not HOT: every index takes a new entry, the HNSW one at some
-        10 ms a row (100 s for 10K rows here, against 1 s without it). So the rows go in
-        transactions of RELEVANCE_BATCH, each a second or so: a recall that updates one of
-        them waits that long at most, never the whole phase."""
+        The scores live in fragment_state (migration 5), a narrow row with no vector: the
+        update is HOT and no index takes an entry. When they sat in the row with the 2 KB
+        vector, HNSW's index took one per row (100 s for 10K rows against 1 s without it)
+        and the phase wrote 100 rows per transaction so that a recall never waited long.
+        RELEVANCE_BATCH rows now take some tens of milliseconds: a concurrent recall waits
+        that long at most, and a cycle killed midway keeps the batches it committed (the
+        next cycle recomputes every score anyway)."""
         if not rows:
             return 0
         by_seq = {int(r[0]): r[1] for r in self._all(  # one read: a hashed = ANY
@@ -60,10 +64,10 @@ class Upkeep(Fragments):
                 *known[start:start + RELEVANCE_BATCH]))
             updated += self._atomic(lambda ids=ids, score=score, reinforced=reinforced,  # type: ignore[misc]
                                     count=count: self._run(
-                "UPDATE fragments f SET relevance_score = u.score FROM unnest(%s::text[], "
+                "UPDATE fragment_state s SET relevance_score = u.score FROM unnest(%s::text[], "
                 "%s::float8[], %s::float8[], %s::int[]) AS u(id, score, reinforced, n) "
-                "WHERE f.space = %s AND f.id = u.id AND f.last_reinforced = u.reinforced "
-                "AND f.access_count = u.n", (ids, score, reinforced, count, self.space)))
+                "WHERE s.space = %s AND s.id = u.id AND s.last_reinforced = u.reinforced "
+                "AND s.access_count = u.n", (ids, score, reinforced, count, self.space)))
         return updated
 
     def ids_by_rowid(self, rowids: Sequence[int]) -> dict[int, str]:

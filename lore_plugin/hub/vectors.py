@@ -16,6 +16,7 @@ from ..core.types import EMBED_BYTES, EMBED_DIM, Fragment
 from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
 from .connection import HubConnection
 from .errors import HubAccessDenied, ModelMismatch
+from .state import STATE_JOIN, joined
 
 EF_SEARCH = 200  # HNSW candidate list; k is at most a few hundred
 
@@ -87,15 +88,17 @@ class Vectors(HubConnection):
             return []  # another model's vectors: no cosine against them means anything
         where, params = "", {"s": self.space, "q": _query_text(query), "k": k}
         if depth is not None:
-            where += " AND depth = %(d)s"
+            where += " AND f.depth = %(d)s"
             params["d"] = depth
         if window is not None:
-            where += " AND created_at >= %(a)s AND created_at < %(b)s"
+            where += " AND f.created_at >= %(a)s AND f.created_at < %(b)s"
             params["a"], params["b"] = window
+        # The state comes from its own table, one primary-key probe per hit (state.py).
         rows = self._all(
-            f"SELECT {FRAGMENT_NUMBERS}, 1 - (embedding <=> %(q)s::vector) FROM fragments "
-            f"WHERE space = %(s)s AND superseded_by IS NULL AND embedding IS NOT NULL{where} "
-            "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s", params)
+            f"SELECT {joined(FRAGMENT_NUMBERS)}, 1 - (f.embedding <=> %(q)s::vector) FROM "
+            f"fragments f {STATE_JOIN} WHERE f.space = %(s)s AND f.superseded_by IS NULL AND "
+            f"f.embedding IS NOT NULL{where} ORDER BY f.embedding <=> %(q)s::vector "
+            "LIMIT %(k)s", params)
         # relaxed_order (connection.py) may hand rows back slightly out of order.
         return sorted(((row_to_fragment(r), float(r[-1])) for r in rows), key=lambda r: -r[1])
 

@@ -50,11 +50,14 @@ def hub_rows(hub: HubStore, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in hub._all(sql + " WHERE space = %s", (hub.space,))]
 
 
-def state(rows_of) -> dict[str, Any]:
+def state(rows_of, hub: bool = False) -> dict[str, Any]:
     """What the cycle changes, comparable across backends: fragments with their memory
-    state, text and supersession; edges by their ends (associative ones undirected)."""
+    state, text and supersession; edges by their ends (associative ones undirected). The
+    hub keeps the state in fragment_state (migration 5)."""
+    score, fragments = (("s.relevance_score", "fragments JOIN fragment_state s USING (space, id)")
+                        if hub else ("relevance_score", "fragments"))
     frags = {r[0]: (r[1], r[2], r[3], round(r[4], 9), r[5]) for r in rows_of(
-        "SELECT id, summary, content, superseded_by, relevance_score, depth FROM fragments")}
+        f"SELECT id, summary, content, superseded_by, {score}, depth FROM {fragments}")}
     edges = set()
     for source, target, kind, weight in rows_of("SELECT source, target, kind, weight FROM edges"):
         ends = tuple(sorted((source, target))) if kind == "associative" else (source, target)
@@ -102,7 +105,7 @@ def test_the_cycle_on_a_hub_space_does_what_it_does_on_sqlite(template, hub_url,
     hub = copy_to_hub(template, hub_url, _space())
     local = Store(db)
     try:
-        assert state(local.execute) == state(lambda sql: hub_rows(hub, sql))
+        assert state(local.execute) == state(lambda sql: hub_rows(hub, sql), hub=True)
         reports = []
         for store in (local, hub):  # the second cycle decays what the first one left
             settings = Settings(db_path=db, home=tmp_path)
@@ -123,7 +126,7 @@ def test_the_cycle_on_a_hub_space_does_what_it_does_on_sqlite(template, hub_url,
                     "resummarised", "contradictions", "edges_pruned", "forgotten"):
             assert first[key] > 0, key
         assert first["skipped"] == {"patterns": "this store keeps no failure records"}
-        assert state(local.execute) == state(lambda sql: hub_rows(hub, sql))
+        assert state(local.execute) == state(lambda sql: hub_rows(hub, sql), hub=True)
         check_hub_graph(hub)
         # Each merge and supersession is journaled, undoable as on SQLite; in a team space
         # the database also journals every deletion (hub/forget_sql.py).
@@ -354,4 +357,37 @@ def test_the_session_start_sweep_consolidates_an_overdue_hub_space(hub_url, tmp_
     projects.mkdir()
     Worker(settings, clock).sweep(projects)
     assert hub.last_consolidated() == clock() and hub.count_fragments() == 1
+    hub.close()
+
+
+def test_lore_consolidate_dry_run_previews_the_hub_spaces_and_changes_nothing(
+        hub_url, isolated_home, monkeypatch, capsys):
+    from lore_plugin.cli.main import main as cli_main
+    from lore_plugin.core.types import NewFragment
+    from lore_plugin.hub import read_only_url
+
+    hub = small_space(hub_url, lambda: time.time() - 90 * DAY)  # old, never read: forgettable
+    Store(isolated_home / "memory.db").close()
+    monkeypatch.setenv("LORE_HUB_URL", hub_url)
+    monkeypatch.setenv("LORE_HUB_SPACE", hub.space)
+
+    def everything() -> Any:
+        return (state(lambda sql: hub_rows(hub, sql), hub=True),
+                hub_rows(hub, "SELECT key, value FROM meta"))
+
+    before = everything()
+    assert cli_main(["consolidate", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"hub space {hub.space}:\n  dry run (nothing changed)" in out
+    assert "5 fragments would be forgotten" in out
+    assert everything() == before and hub.last_consolidated() is None
+    # The preview's connection cannot write, whatever it calls: the server refuses.
+    preview = HubStore(read_only_url(hub_url), hub.space)
+    try:
+        with pytest.raises(Exception) as refused:
+            preview.insert(NewFragment("x", "x", 0), time.time())
+        assert "read-only" in str(refused.value), refused.value
+    finally:
+        preview.close()
+    assert everything() == before
     hub.close()

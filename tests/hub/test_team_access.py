@@ -14,16 +14,18 @@ import psycopg
 import pytest
 
 from lore_plugin.core.errors import NotFound
+from lore_plugin.core.relevance import MemoryState
 from lore_plugin.core.types import NewFragment
 from lore_plugin.hub import HubStore, UnknownSpace
 from lore_plugin.hub.access import Team
 from lore_plugin.hub.access_sql import OWN_ROWS, SHARED
 from lore_plugin.hub.correct_sql import TABLE as CORRECTIONS
 from lore_plugin.hub.errors import HubAccessDenied
+from lore_plugin.hub.state_sql import TABLE as STATE
 from lore_plugin.recall.memory import Memory
 from tests.hub.team_roles import TeamHub, make_team
 
-TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, "spaces", "space_members")
+TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, "spaces", "space_members")
 FACT = "Deploys of the billing service go through the release train on Tuesdays."
 
 
@@ -62,6 +64,10 @@ def _census(team: TeamHub) -> dict[str, int]:
         counts["fingerprint"] = hash(su.execute(
             "SELECT string_agg(id || summary || content || coalesce(superseded_by, ''), '' "
             "ORDER BY id) FROM fragments WHERE space = %s", (team.space,)).fetchone()[0])
+        counts["state"] = hash(su.execute(  # what recall, the cycle and usefulness write
+            "SELECT string_agg(concat_ws(' ', id, access_count, decay_rate, last_accessed, "
+            "last_reinforced, relevance_score, returned, used, ignored_streak), '' ORDER BY id) "
+            "FROM fragment_state WHERE space = %s", (team.space,)).fetchone()[0])
     return counts
 
 
@@ -86,16 +92,19 @@ INSERTS = {
     "curation_journal": "INSERT INTO curation_journal (space, at, action, fragment_id, label) "
                         "VALUES (%s, 1, 'a', 'f', 'l')",
     CORRECTIONS: "INSERT INTO supersessions (space, old_id, new_id) VALUES (%s, 'a', 'b')",
+    STATE: "INSERT INTO fragment_state (space, id, decay_rate, last_accessed, last_reinforced, "
+           "relevance_score) VALUES (%s, 'f00d', 0.1, 1, 1, 1)",
     "spaces": "INSERT INTO spaces (name, created_at) VALUES (%s, 1)",
     "space_members": "INSERT INTO space_members (space, role, level) "
                      "VALUES (%s, current_user::regrole, 'owner')",
 }
 UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS)}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE)}
+UPDATES[STATE] = "UPDATE fragment_state SET relevance_score = 9, returned = 9 WHERE space = %s"
 UPDATES["spaces"] = "UPDATE spaces SET embed_model = 'other' WHERE name = %s"
 UPDATES["space_members"] = "UPDATE space_members SET level = 'owner' WHERE space = %s"
 DELETES = {t: f"DELETE FROM {t} WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, "space_members")}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, "space_members")}
 DELETES["spaces"] = "DELETE FROM spaces WHERE name = %s"
 
 
@@ -223,6 +232,11 @@ def test_a_read_only_member_reads_but_cannot_write(team: TeamHub) -> None:
             reader.set_watermark("/t/r.jsonl", 5, time.time())
         with pytest.raises(HubAccessDenied):
             reader.set_meta("k", "v")
+        # A reader's recall does not reinforce a team space, nor count its usefulness
+        # (state_sql.py says why): the database filters the update, no error.
+        reader.save_memory_states({fact: (MemoryState(9, 0.5, 9.0, 9.0), 9.0)})
+        reader.record_recall_use([fact], [fact], time.time())
+        assert reader.get(fact).access_count == 0 and reader.recall_use(fact) == (0, 0, 0)
         for change in (lambda: reader.update_text(fact, summary="rewritten by the reader"),
                        lambda: reader.delete(fact, time.time()),
                        lambda: reader.confirm([fact], time.time()),

@@ -179,7 +179,31 @@ def test_text_updates_confirmations_metadata_and_states_are_kept(backend):
         "ship day is Thursday", 5.0, {"review": {"note": 1}})
     assert (frag.access_count, frag.relevance_score, frag.last_accessed) == (3, 1.5, 7.0)
     assert [f.id for f, _ in store.keyword_search('"thursdays"', 5)] == [fid]
+    # ...and the rows of both searches carry the state recall wrote (it blends into ranks)
+    assert [(f.access_count, f.relevance_score) for f, _ in store.keyword_search(
+        '"thursdays"', 5)] == [(3, 1.5)]
+    assert [(f.access_count, f.relevance_score) for f in store.get_many(
+        [fid], with_text=False, with_parent=False).values()] == [(3, 1.5)]
     assert store.keyword_search('"fridays"', 5) == []
+
+
+def test_recall_use_counts_returns_uses_and_runs_of_ignored_recalls(backend):
+    store = backend.store
+    a, b = (store.insert(_frag(x), now=1.0) for x in ("used once", "never used"))
+    store.record_recall_use([a, b], [a], 2.0)
+    store.record_recall_use([a, b, b], [], 3.0)  # b shown twice in one recall counts twice
+    assert store.recall_use(a) == (2, 1, 1)
+    assert store.recall_use(b) == (3, 0, 3)
+    store.record_recall_use([b], [b], 4.0)  # a use ends the run of ignored recalls
+    assert store.recall_use(b) == (4, 1, 0)
+    # the brief's candidates carry the counts (times recalled, times used)
+    assert {f.id: (r, u) for f, r, u in store.knowledge_of(None, 10)} == {a: (2, 1), b: (4, 1)}
+    store.record_recall_use(["0123456789abcdef" * 2], [], 5.0)  # no such fragment: nothing
+    store.record_recall_use([], [], 5.0)
+    assert store.recall_use("0123456789abcdef" * 2) == (0, 0, 0)
+    store.delete(a, now=6.0)  # the counts go with their fragment
+    assert store.recall_use(a) == (0, 0, 0)
+    assert store.get(b).access_count == 0  # counting is not reinforcing
 
 
 # -- keyword search ------------------------------------------------------------------------
