@@ -13,11 +13,9 @@ Two ways to judge "well enough", both measured on the benchmarks in bench/README
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..safety.frame import neutralise
 from . import render
-from .prompt_evidence import Candidate, with_coverage
+from .prompt_candidates import MAX_PROMPT, candidates, is_heading, paths
 from .prompt_judge import judge
 from .terms import fts_expression, held_terms, keyword_terms
 
@@ -31,17 +29,15 @@ if TYPE_CHECKING:
     from ..store import Store
     from .memory import Memory
 
+__all__ = ["BUDGET", "NOTICE", "answer", "candidates", "compose", "is_heading", "open_socket",
+           "paths", "serve", "strong_by_cosine", "strong_by_words", "term_match"]
+
 BUDGET = 600  # characters of remembered text per prompt, item lines included
-CANDIDATES = 10
-MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
-CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
-DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
+WORD_CANDIDATES = 10  # keyword fallback: FTS5's hits it judges
 MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
 LOCK_WAIT = 0.1  # seconds the socket waits for a tool call to finish; the hook waits 0.25 s
 MIN_ITEM_CHARS = 40  # an item clipped shorter than this says nothing
-PATH_CHARS = 24  # each ancestor's name in an item's path: the budget is for the answer
-SEPARATOR = " › "
 NOTICE = "Lore recalled these notes from earlier sessions because they match this prompt. " \
     + render.FRAMING
 
@@ -59,82 +55,6 @@ def _words_hold(terms: list[str], frag: Fragment, path: str = "", min_terms: int
                 min_coverage: float = MIN_COVERAGE) -> bool:
     matched, share = term_match(terms, frag, path)
     return matched >= min_terms and share >= min_coverage
-
-
-def is_heading(store: Store, frag: Fragment) -> bool:
-    """A topic, or a concept with live children: its text names a branch, it does not answer.
-    A concept without children (a note stored on its own) is knowledge in itself."""
-    return frag.depth == 0 or (frag.depth == 1 and bool(store.child_ids(frag.id)))
-
-
-def chains(store: Store, frags: list[Fragment]) -> dict[str, list[str]]:
-    """Each fragment's ancestor ids, parent first."""
-    return {f.id: store.ancestors(f.id) for f in frags}
-
-
-def paths(store: Store, frags: list[Fragment],
-          ancestry: dict[str, list[str]] | None = None) -> dict[str, str]:
-    """Each fragment's ancestors' names, topic first: "Releases › Rollouts"."""
-    ancestry = chains(store, frags) if ancestry is None else ancestry
-    names = store.get_many(list({a for chain in ancestry.values() for a in chain}),
-                           with_parent=False)
-    return {fid: SEPARATOR.join(render.clip(names[a].summary, PATH_CHARS)
-                                for a in reversed(chain) if a in names)
-            for fid, chain in ancestry.items()}
-
-
-def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDATES
-               ) -> list[Candidate] | None:
-    """The answers hybrid search points to, in its order (its fused evidence: meaning, words,
-    neighbours, relevance), each with its evidence (prompt_evidence.Candidate): a fact it
-    found stands where it was found; a topic or concept it found is replaced, where it
-    stood, by the knowledge below it that is closest to the prompt. None when the model
-    failed to load (the caller judges by words then)."""
-    text = prompt[:MAX_PROMPT]
-    found = memory.search(text, limit=limit)
-    if found.keyword_only:
-        return None
-    store = memory.reader
-    order: list[str] = []  # hits in search order; a heading's id stands for its answers
-    cos: dict[str, float] = {}
-    frags: dict[str, Fragment] = {}
-    below: dict[str, list[str]] = {}
-    branch: dict[str, float] = {}  # heading id -> its cosine
-    for s in found.fragments:
-        frag = s.fragment
-        if frag.superseded_by or frag.id in seen:
-            continue
-        if is_heading(store, frag):
-            below[frag.id] = [fid for fid, _ in store.descendant_ids(frag.id, DESCEND_LEVELS)
-                              if fid not in seen]
-            branch[frag.id] = s.similarity
-        else:
-            cos[frag.id], frags[frag.id] = s.similarity, frag
-        order.append(frag.id)
-    wanted = {fid for ids in below.values() for fid in ids} - set(cos)
-    best: dict[str, list[str]] = {}  # heading id -> its closest answers
-    if wanted:
-        qvec = memory.embed_one(text)
-        sims = memory.index.similarities(qvec, wanted) if qvec is not None else {}
-        best = {h: sorted((i for i in ids if i in sims), key=sims.__getitem__,
-                          reverse=True)[:CHILDREN * 3] for h, ids in below.items()}
-        full = store.get_many([i for ids in best.values() for i in ids if i not in frags])
-        for fid, frag in full.items():
-            if not is_heading(store, frag):
-                cos[fid], frags[fid] = sims[fid], frag
-    out: dict[str, Candidate] = {}
-    for rank, hit in enumerate(order):
-        for fid in ([b for b in best[hit] if b in frags][:CHILDREN] if hit in best else [hit]):
-            if fid in frags and fid not in out:
-                parent = frags[fid].parent_id or ""
-                out[fid] = Candidate(frags[fid], cos[fid],
-                                     branch.get(hit, branch.get(parent, 0.0)), hit in best,
-                                     rank=rank)
-    listed = list(out.values())
-    ancestry = chains(store, [c.fragment for c in listed])
-    where = paths(store, [c.fragment for c in listed], ancestry)
-    listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
-    return with_coverage(store, text, listed, ancestry)
 
 
 def strong_by_cosine(memory: Memory, prompt: str, seen: set[str]) -> list[Fragment]:
@@ -156,7 +76,7 @@ def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = 
     terms = keyword_terms(prompt)
     if len(terms) < min_terms:
         return []
-    ids = [f.id for f, _ in store.keyword_search(expr, CANDIDATES)
+    ids = [f.id for f, _ in store.keyword_search(expr, WORD_CANDIDATES)
            if not f.superseded_by and f.id not in seen]
     full = store.get_many(ids)
     found: list[Fragment] = []
