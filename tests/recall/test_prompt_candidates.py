@@ -1,0 +1,70 @@
+"""Where the per-prompt selection looks (recall/prompt_candidates.py, issue 30): search's hits,
+the children of a matched heading, and the hits for the prompt's rarest words. A real SQLite
+file and the real MiniLM model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.recall import prompt_candidates
+from lore_plugin.recall.memory import Memory
+
+# Many notes on one subject, close in meaning; one of them names the dog the prompt asks about.
+DOG_NOTES = [
+    "Our dogs eat dry food twice a day, morning and evening.",
+    "The vet said the dogs should get less food and more walks.",
+    "The dogs love the big park by the river on weekends.",
+    "We buy the dogs' food in large bags from the pet shop.",
+    "The dogs sleep in the kitchen when it is cold outside.",
+    "The younger dog is learning to sit and stay with treats.",
+    "Both dogs need their vaccinations every spring.",
+    "The dogs bark at the postman every single morning.",
+]
+BISCUIT = "Biscuit hides under the bed whenever there is thunder."
+
+
+@pytest.fixture()
+def dogs(isolated_home: Path, embedder, clock):
+    mem = Memory(isolated_home / "dogs.db", embedder, clock=clock)
+    top = mem.store("Everything about the family dogs", "Family dogs", depth=0,
+                    source="user").id
+    ids = {text: mem.store(text, text, parent_id=top, depth=1, source="user").id
+           for text in [*DOG_NOTES, BISCUIT]}
+    yield mem, ids
+    mem.close()
+
+
+# Most of its words and its meaning point at the feeding notes; only "Biscuit" at the other.
+PROMPT = "Do the dogs eat dry food from the pet shop every morning and evening, like Biscuit?"
+
+
+def test_the_rarest_words_the_memory_holds_make_the_extra_search(dogs):
+    """"biscuit" is held by one note, "dog" by all; a word no note holds finds nothing and is
+    left out rather than spending one of the few places."""
+    mem, _ = dogs
+    expr = prompt_candidates.rare_expression(mem.reader, "Does Biscuit like zanzibar dogs?",
+                                             most=1)
+    assert expr == '"biscuit"'
+    assert prompt_candidates.rare_expression(mem.reader, "zanzibar quokka") is None
+
+
+def test_a_note_holding_the_prompts_rare_word_joins_after_searchs_hits(dogs):
+    """With two search hits, the note that names Biscuit is not among search's answers; the
+    rare-word search brings it, placed after search's hits, with its place among those hits."""
+    mem, ids = dogs
+    plain = prompt_candidates.candidates(mem, PROMPT, set(), limit=2, rare_hits=0)
+    assert plain is not None and ids[BISCUIT] not in {c.fragment.id for c in plain}
+    found = prompt_candidates.candidates(mem, PROMPT, set(), limit=2, rare_hits=2)
+    assert found is not None
+    biscuit = next(c for c in found if c.fragment.id == ids[BISCUIT])
+    assert biscuit.rare >= 0 and biscuit.rank >= len(plain)
+    assert biscuit.own > 0 and biscuit.cosine > 0
+    assert [c.fragment.id for c in found[:len(plain)]] == [c.fragment.id for c in plain]
+
+
+def test_a_rare_word_hit_already_seen_in_this_session_is_not_offered_again(dogs):
+    mem, ids = dogs
+    found = prompt_candidates.candidates(mem, PROMPT, {ids[BISCUIT]}, limit=2, rare_hits=2)
+    assert found is not None and ids[BISCUIT] not in {c.fragment.id for c in found}
