@@ -40,8 +40,8 @@ def examples(cases: list[pc.Case], variant: tuple[int, int, int] | None = None
     for case in cases:
         found = case.found if variant is None else pc.select(case.wide, *variant)
         weight = biggest / per_dataset[case.dataset] / max(len(found), 1)
-        for c, x in zip(found, pj.features(found)):
-            xs.append(x)
+        for c in found:
+            xs.append(pj.features(c))
             ys.append(float(c.fragment.id in case.gold))
             ws.append(weight)
     return np.array(xs), np.array(ys), np.array(ws)

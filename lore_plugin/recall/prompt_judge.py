@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..core.types import Fragment
     from .prompt_evidence import Candidate
 
-FEATURES = ("cosine", "coverage", "own coverage", "search place", "rare-word hit", "lead")
+FEATURES = ("cosine", "coverage", "own coverage", "search place")
 # Fitted by `python bench/fit_prompt_judge.py --cases PKL` (L2 1.0) on the tuning half.
 WEIGHTS = (2.129, 2.016, 1.353, 1.996)
 BIAS = -5.032
@@ -54,27 +54,15 @@ def evidence(c: Candidate, keyword_weight: float = KEYWORD_WEIGHT) -> float:
     return c.cosine + keyword_weight * c.coverage
 
 
-def features(found: Sequence[Candidate], keyword_weight: float = KEYWORD_WEIGHT
-             ) -> list[tuple[float, ...]]:
-    """Each candidate's evidence, in FEATURES' order. Its lead is how far its fused evidence
-    stands above the best of the other candidates (below it when negative): an answer that
-    clearly leads is likelier than one among near-equals."""
-    fused = [evidence(c, keyword_weight) for c in found]
-    order = sorted(range(len(found)), key=lambda i: -fused[i])
-    out: list[tuple[float, ...]] = []
-    for i, c in enumerate(found):
-        rival = order[0] if i != order[0] else (order[1] if len(order) > 1 else i)
-        lead = fused[i] - fused[rival]
-        out.append((c.cosine, c.coverage, c.own, 1.0 / (1 + c.rank),
-                    1.0 if c.rare >= 0 else 0.0, lead))
-    return out
+def features(c: Candidate) -> tuple[float, ...]:
+    """One candidate's evidence, in FEATURES' order."""
+    return (c.cosine, c.coverage, c.own, 1.0 / (1 + c.rank))
 
 
-def probability(x: Sequence[float], weights: Sequence[float] = WEIGHTS, bias: float = BIAS
+def probability(c: Candidate, weights: Sequence[float] = WEIGHTS, bias: float = BIAS
                 ) -> float:
-    """The model's probability that a candidate with features `x` is the answer. Weights
-    shorter than the features leave the last features out (an older model)."""
-    z = bias + sum(w * v for w, v in zip(weights, x))
+    """The model's probability that the candidate is the answer."""
+    z = bias + sum(w * x for w, x in zip(weights, features(c)))
     return 1 / (1 + math.exp(-max(min(z, 30.0), -30.0)))
 
 
@@ -87,7 +75,6 @@ def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: 
              if c.coverage >= min_agreement]
     if not agree or max(e for e, _, _ in agree) < min_evidence:
         return []
-    x = features(found, keyword_weight)
-    likely = sorted(((probability(x[i], weights, bias), i, c) for e, i, c in agree
+    likely = sorted(((probability(c, weights, bias), i, c) for e, i, c in agree
                      if e >= min_evidence - band), key=lambda t: (-t[0], t[1]))
     return [c.fragment for _, _, c in likely[:most]]

@@ -38,8 +38,9 @@ MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
 LOCK_WAIT = 0.1  # seconds the socket waits for a tool call to finish; the hook waits 0.25 s
 MIN_ITEM_CHARS = 40  # an item clipped shorter than this says nothing
+NESTED = "  "  # before an item whose path is that of the item above it
 NOTICE = "Lore recalled these notes from earlier sessions because they match this prompt. " \
-    + render.FRAMING
+    "An indented note has the same path as the note above it. " + render.FRAMING
 
 
 def term_match(prompt_terms: list[str], frag: Fragment, path: str = "") -> tuple[int, float]:
@@ -114,17 +115,29 @@ def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
 def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
             where: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
     """The framed context and the ids it holds; (None, []) when nothing fits. With `store`
-    (or the paths already read, `where`), each item carries its path."""
-    lines: list[str] = []
-    ids: list[str] = []
+    (or the paths already read, `where`), each item carries its path, once: a further item
+    with a path already shown sits indented under the first, without it (a path is some 50
+    characters of the 600, and answers often share one)."""
     if where is None:
         where = paths(store, frags) if store is not None and frags else {}
-    own = where
-    fill(frags, lambda frag, room: item_line(frag, room, own.get(frag.id, "")), lines, ids,
-         budget)
-    if not lines:
+    branches: dict[str, list[str]] = {}  # path -> its lines, in the order paths first came
+    ids: list[str] = []
+    room = budget
+    for frag in frags:
+        path = where.get(frag.id, "")
+        nested = bool(path) and path in branches
+        line = (item_line(frag, room - len(NESTED), "") if nested
+                else item_line(frag, room, path))
+        if line is None:
+            break
+        line = NESTED + line if nested else line
+        branches.setdefault(path if nested else path or frag.id, []).append(line)
+        ids.append(frag.id)
+        room -= len(line) + 1
+    if not ids:
         return None, []
-    return render.recalled("\n".join(lines), NOTICE), ids
+    body = "\n".join(line for lines in branches.values() for line in lines)
+    return render.recalled(body, NOTICE), ids
 
 
 def fill(frags: list[Fragment], line_for: Callable[[Fragment, int], str | None],

@@ -176,9 +176,6 @@ def test_the_model_rates_the_prompts_words_in_a_notes_own_text_and_searchs_first
                     last_accessed=0.0, access_count=0, importance=0.5, decay_rate=0.0,
                     last_reinforced=0.0, relevance_score=0.5)
     base = prompt_evidence.Candidate(note, 0.55, 0.0, False, coverage=0.6, own=0.0, rank=4)
-
-    def likely(c: prompt_evidence.Candidate) -> float:
-        return prompt_judge.probability(prompt_judge.features([c])[0])
-    assert likely(replace(base, own=0.6)) > likely(base)
-    assert likely(replace(base, rank=0)) > likely(base)
-    assert likely(replace(base, coverage=0.9)) > likely(base)
+    assert prompt_judge.probability(replace(base, own=0.6)) > prompt_judge.probability(base)
+    assert prompt_judge.probability(replace(base, rank=0)) > prompt_judge.probability(base)
+    assert prompt_judge.probability(replace(base, coverage=0.9)) > prompt_judge.probability(base)
