@@ -68,3 +68,28 @@ def test_a_rare_word_hit_already_seen_in_this_session_is_not_offered_again(dogs)
     mem, ids = dogs
     found = prompt_candidates.candidates(mem, PROMPT, {ids[BISCUIT]}, limit=2, rare_hits=2)
     assert found is not None and ids[BISCUIT] not in {c.fragment.id for c in found}
+
+
+class Counting:
+    """The real model, counting the texts it is asked to embed."""
+
+    def __init__(self, model) -> None:
+        self.model, self.texts = model, []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return self.model.embed(texts)
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+def test_the_prompt_is_embedded_once_for_search_and_the_rare_word_hits(dogs):
+    """The rare-word hits need the prompt's vector for their cosine; search has just embedded
+    the same text, and embedding it again would cost 20-40 ms of the hook's budget."""
+    mem, _ = dogs
+    counting = Counting(mem.embedder)
+    mem.embedder = counting
+    found = prompt_candidates.candidates(mem, PROMPT, set(), limit=2, rare_hits=2)
+    assert found and any(c.rare >= 0 for c in found)
+    assert counting.texts.count(PROMPT) == 1
