@@ -23,7 +23,9 @@ gate on fused evidence, answers by evidence); "after" is prompt_judge's (the sam
 answers in its band ordered by the fitted model: fit_prompt_judge.py), with its constants
 varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
-among 20 search hits' candidates: no judge over these candidates can cover more.
+in wider settings read from the pool (VARIANTS: search hits, children of a matched heading,
+rare-word hits; prompt_cases.select), each also judged: no judge over these candidates can
+cover more.
 """
 
 from __future__ import annotations

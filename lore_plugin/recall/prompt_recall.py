@@ -4,6 +4,8 @@ front of the model before it answers, and the short framed text that carries it.
 The answer, not its heading (issue 24 §2, issue 30): a topic or concept that matches the prompt
 is a signpost, so the selection descends from it to the facts and details below that match
 the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …").
+Where the answers are looked for (search, the descent, the prompt's rarest words) is
+prompt_candidates.py.
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
 (bench/bench_prompt_recall.py):
 - with the embedding model (the running MCP server): the fused evidence of prompt_judge.py,
