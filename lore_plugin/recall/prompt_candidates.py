@@ -65,7 +65,7 @@ def rare_expression(store: Store, prompt: str, most: int = RARE_TERMS) -> str | 
     row holds finds nothing); None when it holds none."""
     from .terms import keyword_terms
 
-    rows, stats = store.term_statistics(keyword_terms(prompt))
+    _, stats = store.term_statistics(keyword_terms(prompt))
     held = sorted((n, term) for term, (_, n) in stats.items() if n > 0)
     if not held:
         return None
