@@ -11,6 +11,11 @@ Three ways in, each catching what the others miss:
   project) drops out of hybrid search's first hits; its words still say it is the one asked
   about. These come after search's hits and compete on the same evidence.
 
+A prompt about a day ("what happened on 2025-01-10?", "what did we do yesterday?") names the
+day and little else, so no note holds its words; the notes stored that day are its answers
+(search already ranks them first). Such candidates are marked `dated`, and the judge gives
+them when nothing else passes.
+
 Each candidate carries where it came from (its search place, its place among its heading's
 children, its place among the rare-word hits), so the benchmark can tell which way in found
 what (bench/prompt_cases.py)."""
@@ -33,6 +38,8 @@ CHILDREN = 4  # the children of a matched heading closest to the prompt that com
 DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
 RARE_TERMS = 3  # the prompt's rarest terms the extra keyword search asks for ...
 RARE_HITS = 5  # ... and how many of its hits join the candidates (0: no such search)
+DATED_SPAN = 36 * 3600  # a prompt's named time this short is a day (a DST day has 25 hours)
+DATED_TERMS = 2  # ... and a prompt about that day names at most this many other terms
 MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
 PATH_CHARS = 24  # each ancestor's name in an item's path: the budget is for the answer
 SEPARATOR = " › "
@@ -127,7 +134,7 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
         out[fid] = (replace(got, rare=place) if got is not None else
                     Candidate(frags[fid], cos[fid], 0.0, False, rank=len(order) + place,
                               rare=place))
-    listed = list(out.values())
+    listed = _dated(memory, text, list(out.values()))
     ancestry = chains(store, [c.fragment for c in listed])
     where = paths(store, [c.fragment for c in listed], ancestry)
     listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
@@ -141,3 +148,18 @@ def _rare_hits(store: Store, text: str, seen: set[str], most: int) -> list[str]:
         return []
     return [f.id for f, _ in store.keyword_search(expr, most)
             if not f.superseded_by and f.id not in seen]
+
+
+def _dated(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]:
+    """The candidates, those stored on the day the prompt asks about marked `dated`; unmarked
+    when the prompt names no single day, or names more than DATED_TERMS other terms (then its
+    words say what it asks, and the evidence judges that)."""
+    from ..core import timeparse
+    from .terms import keyword_terms
+
+    window = timeparse.parse(text, memory.clock(), memory.tz)
+    if (window is None or window.end - window.start > DATED_SPAN
+            or len(keyword_terms(window.strip(text))) > DATED_TERMS):
+        return found
+    return [replace(c, dated=True) if window.start <= c.fragment.created_at < window.end
+            else c for c in found]

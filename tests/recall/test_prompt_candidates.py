@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lore_plugin.recall import prompt_candidates
+from lore_plugin.recall import prompt_candidates, prompt_recall
 from lore_plugin.recall.memory import Memory
 
 # Many notes on one subject, close in meaning; one of them names the dog the prompt asks about.
@@ -93,3 +93,41 @@ def test_the_prompt_is_embedded_once_for_search_and_the_rare_word_hits(dogs):
     found = prompt_candidates.candidates(mem, PROMPT, set(), limit=2, rare_hits=2)
     assert found and any(c.rare >= 0 for c in found)
     assert counting.texts.count(PROMPT) == 1
+
+
+@pytest.fixture()
+def diary(isolated_home: Path, embedder, clock):
+    """Project notes stored on three days (UTC), a clock two days after the last."""
+    from datetime import UTC, datetime
+
+    mem = Memory(isolated_home / "diary.db", embedder, clock=clock, tz=UTC)
+    top = mem.store("Work on the billing service", "Billing service", depth=0,
+                    source="user").id
+    ids = {}
+    for day, text in [(10, "Moved the invoice job to the new queue."),
+                      (10, "Paired with Dana on the refund flow."),
+                      (11, "Upgraded the payments SDK to version 4."),
+                      (14, "Wrote the runbook for failed card payments.")]:
+        clock.now = datetime(2025, 1, day, 15, tzinfo=UTC).timestamp()
+        ids[text] = mem.store(text, text, parent_id=top, depth=1, source="user").id
+    clock.now = datetime(2025, 1, 16, 9, tzinfo=UTC).timestamp()
+    yield mem, ids
+    mem.close()
+
+
+def test_a_prompt_about_a_day_gets_that_days_notes_and_no_others(diary):
+    """No note holds "happened", so no answer passes the evidence; the day is the question."""
+    mem, ids = diary
+    got = prompt_recall.answer(mem, {"prompt": "what happened on 2025-01-10?", "seen": []},
+                               warm=True)
+    assert set(got["ids"]) == {ids["Moved the invoice job to the new queue."],
+                               ids["Paired with Dana on the refund flow."]}
+
+
+def test_a_day_with_no_notes_or_a_prompt_that_asks_more_than_the_day_gets_nothing(diary):
+    mem, _ = diary
+    for prompt in ("what happened on 2025-01-12?",
+                   "how do I configure kubernetes ingress rewrites on 2025-01-10?",
+                   "what happened in January 2025?"):
+        got = prompt_recall.answer(mem, {"prompt": prompt, "seen": []}, warm=True)
+        assert got["ids"] == [], prompt
