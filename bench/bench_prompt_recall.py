@@ -23,7 +23,9 @@ gate on fused evidence, answers by evidence); "after" is prompt_judge's (the sam
 answers in its band ordered by the fitted model: fit_prompt_judge.py), with its constants
 varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
-among 20 search hits' candidates: no judge over these candidates can cover more.
+in wider settings read from the pool (VARIANTS: search hits, children of a matched heading,
+rare-word hits; prompt_cases.select), each also judged: no judge over these candidates can
+cover more.
 """
 
 from __future__ import annotations
@@ -62,8 +64,18 @@ Rule = Callable[[pc.Case], list[Fragment]]
 
 
 def hook(case: pc.Case, wide: bool = False) -> list[Candidate]:
-    """The hook's candidates (CANDIDATES search hits), or those from prompt_cases.POOL."""
+    """The hook's candidates (as the checkout's defaults give them), or the whole pool."""
     return case.wide if wide else case.found
+
+
+def pool(case: pc.Case, limit: int, children: int, rare: int) -> list[Candidate]:
+    """The candidates that search's first `limit` hits, `children` children of each matched
+    heading and `rare` hits for the prompt's rarest words give (prompt_cases.select)."""
+    return pc.select(case.wide, limit, children, rare)
+
+
+VARIANTS = [(10, 4, 0), (20, 4, 0), (10, 8, 0), (10, 4, 3), (10, 4, 5), (10, 4, 10),
+            (20, 8, 5), (20, 8, 10)]
 
 
 def before(case: pc.Case) -> list[Fragment]:
@@ -96,9 +108,12 @@ def rules() -> dict[str, Rule]:
             lambda c: by_evidence(hook(c)),
         f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
         f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
-        "chosen, over 20 search hits": lambda c: pj.judge(hook(c, wide=True)),
-        "first judge, over 20 search hits": lambda c: by_evidence(hook(c, wide=True)),
     }
+    for lim, kids, rare in VARIANTS:
+        out[f"chosen over {lim} hits, {kids} children, {rare} rare-word hits"] = \
+            lambda c, v=(lim, kids, rare): pj.judge(pool(c, *v))
+        out[f"first judge over {lim} hits, {kids} children, {rare} rare-word hits"] = \
+            lambda c, v=(lim, kids, rare): by_evidence(pool(c, *v))
     for agree in (0.0, 0.2, 0.4):
         out[f"chosen, but coverage ≥ {agree:.2f}"] = \
             lambda c, a=agree: pj.judge(hook(c), min_agreement=a)
@@ -154,9 +169,11 @@ def ceiling(cases: list[pc.Case]) -> dict[str, float]:
         return round(sum(any(x.fragment.id in c.gold for x in found[id(c)][:k])
                          for c in related) / n, 3)
     found = {id(c): hook(c) for c in related}
-    any20 = round(sum(any(x.fragment.id in c.gold for x in c.wide) for c in related) / n, 3)
-    return {"any candidate": share(None, found), "first": share(1, found),
-            "first three": share(3, found), "any of 20 hits'": any20}
+    out = {"any candidate": share(None, found), "first": share(1, found),
+           "first three": share(3, found)}
+    for v in VARIANTS:
+        out["any of " + "/".join(map(str, v))] = share(None, {id(c): pool(c, *v) for c in related})
+    return out
 
 
 def collect(limit: int | None) -> tuple[list[pc.Case], dict[str, list[float]]]:
@@ -209,7 +226,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         front = curve(results[name])
         limits = {h: ceiling(mine[h]) for h in COLUMNS}
         results[name]["ceiling"] = limits
-        rows.append(["ceiling: gold among the candidates / first / first three / among 20 hits'"]
+        rows.append(["ceiling: gold among the candidates / first / first three / among "
+                     + " / ".join("/".join(map(str, v)) for v in VARIANTS) + " (hits/children/rare)"]
                     + [" / ".join(f"{v:.3f}" for v in limits[h].values()) for h in COLUMNS])
         speed = ""
         if timings.get(name):

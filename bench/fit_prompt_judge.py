@@ -28,14 +28,17 @@ import prompt_cases as pc  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 
 
-def examples(cases: list[pc.Case]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def examples(cases: list[pc.Case], variant: tuple[int, int, int] | None = None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`variant`: (search hits, children, rare-word hits) read from the pool
+    (prompt_cases.select); None: the candidates the checkout's defaults gave."""
     per_dataset: dict[str, int] = {}
     for case in cases:
         per_dataset[case.dataset] = per_dataset.get(case.dataset, 0) + 1
     biggest = max(per_dataset.values())
     xs, ys, ws = [], [], []
     for case in cases:
-        found = case.found
+        found = case.found if variant is None else pc.select(case.wide, *variant)
         weight = biggest / per_dataset[case.dataset] / max(len(found), 1)
         for c in found:
             xs.append(pj.features(c))
@@ -66,9 +69,11 @@ def main(argv: list[str] | None = None) -> np.ndarray:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=Path, required=True)
     parser.add_argument("--l2", type=float, default=1.0)
+    parser.add_argument("--variant", type=int, nargs=3, metavar=("HITS", "CHILDREN", "RARE"),
+                        help="fit on these candidates read from the pool (prompt_cases.select)")
     args = parser.parse_args(argv)
     tuning = [c for c in pc.load(args.cases) if c.half == pc.HALVES[0]]
-    x, y, w = examples(tuning)
+    x, y, w = examples(tuning, tuple(args.variant) if args.variant else None)
     beta = fit(x, y, w, args.l2)
     print(f"{len(y)} candidates, {int(y.sum())} gold, from {len(tuning)} tuning prompts")
     print("WEIGHTS = (" + ", ".join(f"{b:.3f}" for b in beta[:-1]) + ")  # "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pickle
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
 
@@ -24,6 +24,8 @@ from lore_plugin.recall.prompt_evidence import Candidate
 
 SPLIT_SEED = 30  # issue 30
 POOL = 20  # search hits asked for in `wide`: would more candidates help?
+POOL_CHILDREN = 8  # children of each matched heading in `wide`
+POOL_RARE = 10  # hits for the prompt's rarest words in `wide`
 HALVES = ("tuning", "held-out")
 
 
@@ -37,7 +39,20 @@ class Case:
     found: list[Candidate]  # the hook's candidates (prompt_recall.CANDIDATES search hits)
     words: list[Fragment]  # the keyword fallback's choice (no server answering)
     where: dict[str, str]  # the paths of everything above, as the hook shows them
-    wide: list[Candidate] = field(default_factory=list)  # the same from POOL search hits
+    wide: list[Candidate] = field(default_factory=list)  # the same from the pool (POOL_*)
+
+
+def select(pool: list[Candidate], limit: int, children: int, rare: int) -> list[Candidate]:
+    """The candidates prompt_candidates.candidates(limit, children, rare_hits) would give,
+    read from a wider pool: search's first `limit` hits with their first `children` children,
+    then the first `rare` rare-word hits that search did not bring (placed after search's)."""
+    out = []
+    for c in pool:
+        if c.rank < limit and c.child < children:
+            out.append(c if c.rare < rare else replace(c, rare=-1))
+        elif 0 <= c.rare < rare:
+            out.append(replace(c, rank=limit + c.rare, child=-1, below=False, branch=0.0))
+    return sorted(out, key=lambda c: (c.rank, c.child))
 
 
 def split(keys: list[str]) -> dict[str, str]:
@@ -68,7 +83,8 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
                 start = time.perf_counter()
                 found = pr.candidates(memory, q.text, set()) or []
                 timings.append(time.perf_counter() - start)
-                wide = pr.candidates(memory, q.text, set(), limit=POOL) or []
+                wide = pr.candidates(memory, q.text, set(), limit=POOL, children=POOL_CHILDREN,
+                                    rare_hits=POOL_RARE) or []
                 words = pr.strong_by_words(memory.reader, q.text, set())
                 where = {c.fragment.id: c.path for c in wide + found}
                 where.update(pr.paths(memory.reader, [f for f in words if f.id not in where]))

@@ -100,6 +100,9 @@ class MemoryBase:
         # every earlier one's reinforcement, as with SQLite; close() waits for it too.
         self._reinforce_pool: ThreadPoolExecutor | None = None
         self._reinforcing: Future[None] | None = None
+        # The last text embed_one embedded and its vector: the per-prompt selection asks for
+        # the prompt's vector after search has embedded it (20-40 ms on a busy machine).
+        self._last_vector: tuple[str, Any] | None = None
 
     @property
     def index(self) -> VectorIndex:
@@ -183,11 +186,16 @@ class MemoryBase:
     def embed_one(self, text: str) -> Any | None:
         if not self.embedder_ready():
             return None
+        last = self._last_vector
+        if last is not None and last[0] == text:
+            return last[1]
         try:
-            return self.embedder.embed([text])[0]  # type: ignore[union-attr]
+            vector = self.embedder.embed([text])[0]  # type: ignore[union-attr]
         except Exception as exc:  # a broken model degrades to keyword search
             log.warning("embedding failed, keyword search only: %s", exc)
             return None
+        self._last_vector = (text, vector)
+        return vector
 
     def resolve(self, fid: str) -> str:
         return self.reader.resolve_id(fid)

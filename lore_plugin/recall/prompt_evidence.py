@@ -36,6 +36,9 @@ class Candidate:
     path: str = ""  # its ancestors' names, topic first
     own: float = 0.0  # the share of that mass its own text holds, without its ancestors
     rank: int = 0  # the place, in hybrid search's order, of the hit it was found by (0: first)
+    child: int = -1  # its place among its heading's children closest to the prompt (-1: none)
+    rare: int = -1  # its place among the hits for the prompt's rarest words (-1: not one)
+    dated: bool = False  # stored on the day a prompt about that day names (prompt_candidates)
 
 
 def idf(rows_holding: int, rows: int) -> float:

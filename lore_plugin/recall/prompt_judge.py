@@ -13,6 +13,8 @@ particular words, and stays below the bar.
   neighbour on the same subject ("when do deploys get rolled back?" against the deploy
   window) has the meaning, by MiniLM, but not the words that ask for something else.
 - A prompt gets anything only when its best answer's evidence reaches MIN_EVIDENCE.
+- A prompt that asks about a day and names little else holds no note's words; the notes
+  stored that day (Candidate.dated) are its answers when nothing else passes.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
   concept by its children closest to the prompt, which are judged on their own evidence.
 
@@ -74,7 +76,8 @@ def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: 
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
              if c.coverage >= min_agreement]
     if not agree or max(e for e, _, _ in agree) < min_evidence:
-        return []
+        # A prompt about a day: that day's notes, in search's order (prompt_candidates).
+        return [c.fragment for c in found if c.dated][:most]
     likely = sorted(((probability(c, weights, bias), i, c) for e, i, c in agree
                      if e >= min_evidence - band), key=lambda t: (-t[0], t[1]))
     return [c.fragment for _, _, c in likely[:most]]

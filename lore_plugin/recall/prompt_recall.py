@@ -4,6 +4,8 @@ front of the model before it answers, and the short framed text that carries it.
 The answer, not its heading (issue 24 §2, issue 30): a topic or concept that matches the prompt
 is a signpost, so the selection descends from it to the facts and details below that match
 the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …").
+Where the answers are looked for (search, the descent, the prompt's rarest words) is
+prompt_candidates.py.
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
 (bench/bench_prompt_recall.py):
 - with the embedding model (the running MCP server): the fused evidence of prompt_judge.py,
@@ -13,11 +15,9 @@ Two ways to judge "well enough", both measured on the benchmarks in bench/README
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..safety.frame import neutralise
 from . import render
-from .prompt_evidence import Candidate, with_coverage
+from .prompt_candidates import MAX_PROMPT, candidates, is_heading, paths
 from .prompt_judge import judge
 from .terms import fts_expression, held_terms, keyword_terms
 
@@ -31,19 +31,18 @@ if TYPE_CHECKING:
     from ..store import Store
     from .memory import Memory
 
+__all__ = ["BUDGET", "NOTICE", "answer", "candidates", "compose", "is_heading", "open_socket",
+           "paths", "serve", "strong_by_cosine", "strong_by_words", "term_match"]
+
 BUDGET = 600  # characters of remembered text per prompt, item lines included
-CANDIDATES = 10
-MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
-CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
-DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
+WORD_CANDIDATES = 10  # keyword fallback: FTS5's hits it judges
 MIN_TERMS = 3  # keyword fallback: prompt terms the injected line must hold ...
 MIN_COVERAGE = 0.6  # ... and the share of the prompt's terms they make up
 LOCK_WAIT = 0.1  # seconds the socket waits for a tool call to finish; the hook waits 0.25 s
 MIN_ITEM_CHARS = 40  # an item clipped shorter than this says nothing
-PATH_CHARS = 24  # each ancestor's name in an item's path: the budget is for the answer
-SEPARATOR = " › "
+NESTED = "  "  # before an item whose path is that of the item above it
 NOTICE = "Lore recalled these notes from earlier sessions because they match this prompt. " \
-    + render.FRAMING
+    "An indented note has the same path as the note above it. " + render.FRAMING
 
 
 def term_match(prompt_terms: list[str], frag: Fragment, path: str = "") -> tuple[int, float]:
@@ -59,82 +58,6 @@ def _words_hold(terms: list[str], frag: Fragment, path: str = "", min_terms: int
                 min_coverage: float = MIN_COVERAGE) -> bool:
     matched, share = term_match(terms, frag, path)
     return matched >= min_terms and share >= min_coverage
-
-
-def is_heading(store: Store, frag: Fragment) -> bool:
-    """A topic, or a concept with live children: its text names a branch, it does not answer.
-    A concept without children (a note stored on its own) is knowledge in itself."""
-    return frag.depth == 0 or (frag.depth == 1 and bool(store.child_ids(frag.id)))
-
-
-def chains(store: Store, frags: list[Fragment]) -> dict[str, list[str]]:
-    """Each fragment's ancestor ids, parent first."""
-    return {f.id: store.ancestors(f.id) for f in frags}
-
-
-def paths(store: Store, frags: list[Fragment],
-          ancestry: dict[str, list[str]] | None = None) -> dict[str, str]:
-    """Each fragment's ancestors' names, topic first: "Releases › Rollouts"."""
-    ancestry = chains(store, frags) if ancestry is None else ancestry
-    names = store.get_many(list({a for chain in ancestry.values() for a in chain}),
-                           with_parent=False)
-    return {fid: SEPARATOR.join(render.clip(names[a].summary, PATH_CHARS)
-                                for a in reversed(chain) if a in names)
-            for fid, chain in ancestry.items()}
-
-
-def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDATES
-               ) -> list[Candidate] | None:
-    """The answers hybrid search points to, in its order (its fused evidence: meaning, words,
-    neighbours, relevance), each with its evidence (prompt_evidence.Candidate): a fact it
-    found stands where it was found; a topic or concept it found is replaced, where it
-    stood, by the knowledge below it that is closest to the prompt. None when the model
-    failed to load (the caller judges by words then)."""
-    text = prompt[:MAX_PROMPT]
-    found = memory.search(text, limit=limit)
-    if found.keyword_only:
-        return None
-    store = memory.reader
-    order: list[str] = []  # hits in search order; a heading's id stands for its answers
-    cos: dict[str, float] = {}
-    frags: dict[str, Fragment] = {}
-    below: dict[str, list[str]] = {}
-    branch: dict[str, float] = {}  # heading id -> its cosine
-    for s in found.fragments:
-        frag = s.fragment
-        if frag.superseded_by or frag.id in seen:
-            continue
-        if is_heading(store, frag):
-            below[frag.id] = [fid for fid, _ in store.descendant_ids(frag.id, DESCEND_LEVELS)
-                              if fid not in seen]
-            branch[frag.id] = s.similarity
-        else:
-            cos[frag.id], frags[frag.id] = s.similarity, frag
-        order.append(frag.id)
-    wanted = {fid for ids in below.values() for fid in ids} - set(cos)
-    best: dict[str, list[str]] = {}  # heading id -> its closest answers
-    if wanted:
-        qvec = memory.embed_one(text)
-        sims = memory.index.similarities(qvec, wanted) if qvec is not None else {}
-        best = {h: sorted((i for i in ids if i in sims), key=sims.__getitem__,
-                          reverse=True)[:CHILDREN * 3] for h, ids in below.items()}
-        full = store.get_many([i for ids in best.values() for i in ids if i not in frags])
-        for fid, frag in full.items():
-            if not is_heading(store, frag):
-                cos[fid], frags[fid] = sims[fid], frag
-    out: dict[str, Candidate] = {}
-    for rank, hit in enumerate(order):
-        for fid in ([b for b in best[hit] if b in frags][:CHILDREN] if hit in best else [hit]):
-            if fid in frags and fid not in out:
-                parent = frags[fid].parent_id or ""
-                out[fid] = Candidate(frags[fid], cos[fid],
-                                     branch.get(hit, branch.get(parent, 0.0)), hit in best,
-                                     rank=rank)
-    listed = list(out.values())
-    ancestry = chains(store, [c.fragment for c in listed])
-    where = paths(store, [c.fragment for c in listed], ancestry)
-    listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
-    return with_coverage(store, text, listed, ancestry)
 
 
 def strong_by_cosine(memory: Memory, prompt: str, seen: set[str]) -> list[Fragment]:
@@ -156,7 +79,7 @@ def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = 
     terms = keyword_terms(prompt)
     if len(terms) < min_terms:
         return []
-    ids = [f.id for f, _ in store.keyword_search(expr, CANDIDATES)
+    ids = [f.id for f, _ in store.keyword_search(expr, WORD_CANDIDATES)
            if not f.superseded_by and f.id not in seen]
     full = store.get_many(ids)
     found: list[Fragment] = []
@@ -194,17 +117,29 @@ def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
 def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
             where: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
     """The framed context and the ids it holds; (None, []) when nothing fits. With `store`
-    (or the paths already read, `where`), each item carries its path."""
-    lines: list[str] = []
-    ids: list[str] = []
+    (or the paths already read, `where`), each item carries its path, once: a further item
+    with a path already shown sits indented under the first, without it (a path is some 50
+    characters of the 600, and answers often share one)."""
     if where is None:
         where = paths(store, frags) if store is not None and frags else {}
-    own = where
-    fill(frags, lambda frag, room: item_line(frag, room, own.get(frag.id, "")), lines, ids,
-         budget)
-    if not lines:
+    branches: dict[str, list[str]] = {}  # path -> its lines, in the order paths first came
+    ids: list[str] = []
+    room = budget
+    for frag in frags:
+        path = where.get(frag.id, "")
+        nested = bool(path) and path in branches
+        line = (item_line(frag, room - len(NESTED), "") if nested
+                else item_line(frag, room, path))
+        if line is None:
+            break
+        line = NESTED + line if nested else line
+        branches.setdefault(path if nested else path or frag.id, []).append(line)
+        ids.append(frag.id)
+        room -= len(line) + 1
+    if not ids:
         return None, []
-    return render.recalled("\n".join(lines), NOTICE), ids
+    body = "\n".join(line for lines in branches.values() for line in lines)
+    return render.recalled(body, NOTICE), ids
 
 
 def fill(frags: list[Fragment], line_for: Callable[[Fragment, int], str | None],

@@ -1,0 +1,165 @@
+"""The answers a prompt might get (issue 30): where the per-prompt selection looks before it
+judges (prompt_judge.py).
+
+Three ways in, each catching what the others miss:
+- hybrid search's hits, in its order (meaning, words, neighbours, relevance fused);
+- the descent: a topic or concept that search found is a signpost, not an answer, so it is
+  replaced, where it stood, by the knowledge below it closest to the prompt;
+- the prompt's rarest words: a keyword search on the few terms of the prompt that this
+  memory holds least often (a name, a place, an error code). A fact that holds them but whose
+  meaning, by MiniLM, sits among many similar ones (everyday chat, a dozen notes on one
+  project) drops out of hybrid search's first hits; its words still say it is the one asked
+  about. These come after search's hits and compete on the same evidence.
+
+A prompt about a day ("what happened on 2025-01-10?", "what did we do yesterday?") names the
+day and little else, so no note holds its words; the notes stored that day are its answers
+(search already ranks them first). Such candidates are marked `dated`, and the judge gives
+them when nothing else passes.
+
+Each candidate carries where it came from (its search place, its place among its heading's
+children, its place among the rare-word hits), so the benchmark can tell which way in found
+what (bench/prompt_cases.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import render
+from .prompt_evidence import Candidate, with_coverage
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from ..core.types import Fragment
+    from ..store import Store
+    from .memory import Memory
+
+CANDIDATES = 10  # hybrid search hits
+CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
+DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
+RARE_TERMS = 3  # the prompt's rarest terms the extra keyword search asks for ...
+RARE_HITS = 5  # ... and how many of its hits join the candidates (0: no such search)
+DATED_SPAN = 36 * 3600  # a prompt's named time this short is a day (a DST day has 25 hours)
+DATED_TERMS = 2  # ... and a prompt about that day names at most this many other terms
+MAX_PROMPT = 4000  # characters of the prompt searched for; the rest adds nothing but time
+PATH_CHARS = 24  # each ancestor's name in an item's path: the budget is for the answer
+SEPARATOR = " › "
+
+
+def is_heading(store: Store, frag: Fragment) -> bool:
+    """A topic, or a concept with live children: its text names a branch, it does not answer.
+    A concept without children (a note stored on its own) is knowledge in itself."""
+    return frag.depth == 0 or (frag.depth == 1 and bool(store.child_ids(frag.id)))
+
+
+def chains(store: Store, frags: list[Fragment]) -> dict[str, list[str]]:
+    """Each fragment's ancestor ids, parent first."""
+    return {f.id: store.ancestors(f.id) for f in frags}
+
+
+def paths(store: Store, frags: list[Fragment],
+          ancestry: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """Each fragment's ancestors' names, topic first: "Releases › Rollouts"."""
+    ancestry = chains(store, frags) if ancestry is None else ancestry
+    names = store.get_many(list({a for chain in ancestry.values() for a in chain}),
+                           with_parent=False)
+    return {fid: SEPARATOR.join(render.clip(names[a].summary, PATH_CHARS)
+                                for a in reversed(chain) if a in names)
+            for fid, chain in ancestry.items()}
+
+
+def rare_expression(store: Store, prompt: str, most: int = RARE_TERMS) -> str | None:
+    """An FTS5 OR of the prompt's `most` rarest terms that the memory holds at all (a term no
+    row holds finds nothing); None when it holds none."""
+    from .terms import keyword_terms
+
+    _, stats = store.term_statistics(keyword_terms(prompt))
+    held = sorted((n, term) for term, (_, n) in stats.items() if n > 0)
+    if not held:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for _, t in held[:most])
+
+
+def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDATES,
+               children: int = CHILDREN, rare_hits: int = RARE_HITS
+               ) -> list[Candidate] | None:
+    """The answers search, the descent and the rare words point to, search's first, each with
+    its evidence (prompt_evidence.Candidate). None when the model failed to load (the caller
+    judges by words then)."""
+    text = prompt[:MAX_PROMPT]
+    found = memory.search(text, limit=limit)
+    if found.keyword_only:
+        return None
+    store = memory.reader
+    order: list[str] = []  # hits in search order; a heading's id stands for its answers
+    cos: dict[str, float] = {}
+    frags: dict[str, Fragment] = {}
+    below: dict[str, list[str]] = {}
+    branch: dict[str, float] = {}  # heading id -> its cosine
+    for s in found.fragments:
+        frag = s.fragment
+        if frag.superseded_by or frag.id in seen:
+            continue
+        if is_heading(store, frag):
+            below[frag.id] = [fid for fid, _ in store.descendant_ids(frag.id, DESCEND_LEVELS)
+                              if fid not in seen]
+            branch[frag.id] = s.similarity
+        else:
+            cos[frag.id], frags[frag.id] = s.similarity, frag
+        order.append(frag.id)
+    rare = _rare_hits(store, text, seen, rare_hits) if rare_hits > 0 else []
+    wanted = ({fid for ids in below.values() for fid in ids} | set(rare)) - set(cos)
+    best: dict[str, list[str]] = {}  # heading id -> its closest answers
+    if wanted:
+        qvec = memory.embed_one(text)
+        sims = memory.index.similarities(qvec, wanted) if qvec is not None else {}
+        best = {h: sorted((i for i in ids if i in sims), key=sims.__getitem__,
+                          reverse=True)[:children * 3] for h, ids in below.items()}
+        rare = [i for i in rare if i in cos or i in sims]
+        full = store.get_many([i for i in {*rare, *(i for ids in best.values() for i in ids)}
+                               if i not in frags])
+        for fid, frag in full.items():
+            if not is_heading(store, frag) and not frag.superseded_by:
+                cos[fid], frags[fid] = sims[fid], frag
+    out: dict[str, Candidate] = {}
+    for rank, hit in enumerate(order):
+        kids = [b for b in best[hit] if b in frags][:children] if hit in best else [hit]
+        for place, fid in enumerate(kids):
+            if fid in frags and fid not in out:
+                parent = frags[fid].parent_id or ""
+                out[fid] = Candidate(frags[fid], cos[fid],
+                                     branch.get(hit, branch.get(parent, 0.0)), hit in best,
+                                     rank=rank, child=place if hit in best else -1)
+    for place, fid in enumerate(i for i in rare if i in frags):
+        got = out.get(fid)
+        out[fid] = (replace(got, rare=place) if got is not None else
+                    Candidate(frags[fid], cos[fid], 0.0, False, rank=len(order) + place,
+                              rare=place))
+    listed = _dated(memory, text, list(out.values()))
+    ancestry = chains(store, [c.fragment for c in listed])
+    where = paths(store, [c.fragment for c in listed], ancestry)
+    listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
+    return with_coverage(store, text, listed, ancestry)
+
+
+def _rare_hits(store: Store, text: str, seen: set[str], most: int) -> list[str]:
+    """The ids of the best keyword matches for the prompt's rarest terms, best first."""
+    expr = rare_expression(store, text)
+    if expr is None:
+        return []
+    return [f.id for f, _ in store.keyword_search(expr, most)
+            if not f.superseded_by and f.id not in seen]
+
+
+def _dated(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]:
+    """The candidates, those stored on the day the prompt asks about marked `dated`; unmarked
+    when the prompt names no single day, or names more than DATED_TERMS other terms (then its
+    words say what it asks, and the evidence judges that)."""
+    from ..core import timeparse
+    from .terms import keyword_terms
+
+    window = timeparse.parse(text, memory.clock(), memory.tz)
+    if (window is None or window.end - window.start > DATED_SPAN
+            or len(keyword_terms(window.strip(text))) > DATED_TERMS):
+        return found
+    return [replace(c, dated=True) if window.start <= c.fragment.created_at < window.end
+            else c for c in found]
