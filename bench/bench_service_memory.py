@@ -1,0 +1,177 @@
+"""What the memory service's peak RSS at 100K fragments is made of (issue 27).
+
+    python bench/bench_service_memory.py --db DB --trace [--base DIR] [--runs 3] [--json PATH]
+
+starts the real service (`python -m lore_plugin.service`, through its client) on a fresh copy
+of DB and of its vector snapshot, and samples the service's /proc/PID/status every few
+milliseconds from outside until it is warm: VmRSS split into RssAnon (the process's own
+memory) and RssFile (mapped files: the snapshot, the model, libraries), and VmHWM, the peak.
+It reports the peak, what RssAnon and RssFile were at the sample nearest it, the service's
+warm-up log, then 40 `query_memory` (p50 through the client) and the top-10 ids of each bench
+query, so that two checkouts can be compared for answers as well as memory. Runs of `--base`
+(another checkout) and of this one alternate.
+
+    python bench/bench_service_memory.py --db DB --steps [--runs 3] [--json PATH]
+
+takes the service's warm-up steps one at a time in a fresh process (no threads, so each step's
+cost is its own) and reads VmRSS, RssAnon, RssFile and VmHWM after each; tracemalloc's current
+and peak Python allocations are read around the steps that allocate in Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERIES = ["postgres vacuum settings", "how do we deploy to kubernetes", "react state management",
+           "rust tokio runtime", "python packaging wheels", "ci pipeline cache",
+           "terraform state lock", "tracing spans", "session cookies", "release checklist"]
+FIELDS = ("VmRSS", "RssAnon", "RssFile", "VmHWM")
+
+
+def read_status(pid: int | str) -> dict[str, float]:
+    """The FIELDS of /proc/PID/status, in MB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in FIELDS:
+            out[name] = round(int(value.split()[0]) / 1024, 1)
+    return out
+
+
+class Sampler(threading.Thread):
+    """Reads a process's status every `every` seconds; keeps the sample of the highest RSS."""
+
+    def __init__(self, pid: int, every: float = 0.005) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every = pid, every
+        self.top: dict[str, float] = {}
+        self.samples = 0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        begun = time.monotonic()
+        while not self.stop.is_set():
+            try:
+                now = read_status(self.pid)
+            except (OSError, ValueError):
+                return
+            self.samples += 1
+            if now.get("VmRSS", 0) > self.top.get("VmRSS", -1):
+                self.top = {**now, "at_s": round(time.monotonic() - begun, 2)}
+            time.sleep(self.every)
+
+
+def trace_child(db: str, work: str) -> None:
+    """Two lives of a service in one home, each watched from outside: the first start, which
+    also prepares the model's optimised copy (embedder.optimized_model), and a later start,
+    which finds it. Prints one JSON line."""
+    print(json.dumps({"first_start": one_life(db, work), "later_start": one_life(db, work)}))
+
+
+def one_life(db: str, work: str) -> dict:
+    """A service started, warm, 40 queries, drained."""
+    from lore_plugin.recall.prompt_socket import exchange
+    from lore_plugin.service.client import ServiceClient
+
+    home = os.path.join(work, "home")
+    client = ServiceClient(home, db, "/home/dev/src/project-a", wait=300)
+    pid = client.request("status")["pid"]
+    sampler = Sampler(pid)
+    sampler.start()
+    started = time.monotonic()
+    while not client.request("status")["warm"] and time.monotonic() - started < 900:
+        time.sleep(0.2)
+    time.sleep(1)
+    sampler.stop.set()
+    sampler.join()
+    out: dict = {"warm_s": round(time.monotonic() - started, 1), "peak_sample": sampler.top,
+                 "samples": sampler.samples, "warm": read_status(pid)}
+    times, tops = [], {}
+    for i in range(40):
+        begun = time.perf_counter()
+        answer = client.request("tool", {"name": "query_memory",
+                                         "arguments": {"topic": QUERIES[i % 10], "depth": 2}})
+        times.append(time.perf_counter() - begun)
+        tops[QUERIES[i % 10]] = answer_ids(answer)
+    out["query_p50_ms"] = round(statistics.median(times) * 1000, 1)
+    out["after_40_queries"] = read_status(pid)
+    out["top10"] = tops
+    logs = Path(home) / "logs"
+    out["log"] = [line.split(" ", 3)[-1] for f in sorted(logs.glob("service*.log"))
+                  for line in f.read_text().splitlines()
+                  if f" {pid} " in line and ("warm" in line or "snapshot" in line)]
+    info = json.loads((Path(home) / "run" / "service.json").read_text())
+    exchange(info, {"op": "drain"}, time.monotonic() + 10)
+    client.close()
+    for _ in range(200):  # gone, lock and announcement with it, before the next life
+        if not Path(f"/proc/{pid}").exists():
+            break
+        time.sleep(0.05)
+    return out
+
+
+def answer_ids(answer: object) -> list[str]:
+    """The fragment ids in a query_memory answer, in order (the first ten)."""
+    import re
+
+    return re.findall(r"\b[0-9a-f]{32}\b", json.dumps(answer))[:10]
+
+
+def trace(code: Path, db: Path) -> dict:
+    with tempfile.TemporaryDirectory(prefix="lore-svcmem-") as work:
+        copy = Path(work) / "memory.db"
+        shutil.copy(db, copy)
+        snap = db.with_name(f"{db.name}-vectors")
+        if snap.exists():
+            shutil.copy(snap, copy.with_name(f"{copy.name}-vectors"))
+        env = {**os.environ, "PYTHONPATH": str(code), "LORE_HOME": str(Path(work) / "home"),
+               "LORE_DB_PATH": str(copy), "LORE_SERVICE": "on", "LORE_NO_DOWNLOAD": "1"}
+        done = subprocess.run([sys.executable, __file__, "--trace-child", str(copy), work],
+                              env=env, cwd=work, capture_output=True, text=True, timeout=1800)
+        if done.returncode:
+            raise SystemExit(done.stderr[-3000:])
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--trace-child"]:
+        trace_child(sys.argv[2], sys.argv[3])
+        return
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--base", type=Path)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    snap = args.db.with_name(f"{args.db.name}-vectors")
+    if not snap.exists():  # the snapshot a service writes at its first start
+        subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
+                        "from lore_plugin.recall.search import refresh_snapshot; "
+                        "print(refresh_snapshot(Path(sys.argv[1])))", str(args.db)],
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    checkouts = ([("base", args.base)] if args.base else []) + [("new", ROOT)]
+    results: dict[str, list[dict]] = {name: [] for name, _ in checkouts}
+    for i in range(args.runs):
+        for name, code in checkouts:
+            results[name].append(trace(code, args.db))
+            shown = {life: {k: v for k, v in out.items() if k != "top10"}
+                     for life, out in results[name][-1].items()}
+            print(name, i + 1, json.dumps(shown), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
