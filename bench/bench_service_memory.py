@@ -72,11 +72,17 @@ class Sampler(threading.Thread):
             time.sleep(self.every)
 
 
-def trace_child(db: str, work: str) -> None:
+def trace_child(db: str, work: str, snapshot: bool) -> None:
     """Two lives of a service in one home, each watched from outside: the first start, which
     also prepares the model's optimised copy (embedder.optimized_model), and a later start,
-    which finds it. Prints one JSON line."""
-    print(json.dumps({"first_start": one_life(db, work), "later_start": one_life(db, work)}))
+    which finds it. Without `snapshot` each life starts with no vector snapshot (it loads the
+    index from SQLite and writes one). Prints one JSON line."""
+    lives = {}
+    for life in ("first_start", "later_start"):
+        if not snapshot:
+            Path(f"{db}-vectors").unlink(missing_ok=True)
+        lives[life] = one_life(db, work)
+    print(json.dumps(lives))
 
 
 def one_life(db: str, work: str) -> dict:
@@ -106,6 +112,10 @@ def one_life(db: str, work: str) -> dict:
         tops[QUERIES[i % 10]] = answer_ids(answer)
     out["query_p50_ms"] = round(statistics.median(times) * 1000, 1)
     out["after_40_queries"] = read_status(pid)
+    for topic in varied_topics(200):  # longer use: more of the snapshot's rows are read
+        client.request("tool", {"name": "query_memory",
+                                "arguments": {"topic": topic, "depth": 2}})
+    out["after_200_varied"] = read_status(pid)
     out["top10"] = tops
     logs = Path(home) / "logs"
     out["log"] = [line.split(" ", 3)[-1] for f in sorted(logs.glob("service*.log"))
@@ -128,16 +138,139 @@ def answer_ids(answer: object) -> list[str]:
     return re.findall(r"\b[0-9a-f]{32}\b", json.dumps(answer))[:10]
 
 
-def trace(code: Path, db: Path) -> dict:
+def trace(code: Path, db: Path, snapshot: bool = True) -> dict:
     with tempfile.TemporaryDirectory(prefix="lore-svcmem-") as work:
         copy = Path(work) / "memory.db"
         shutil.copy(db, copy)
         snap = db.with_name(f"{db.name}-vectors")
-        if snap.exists():
+        if snapshot and snap.exists():
             shutil.copy(snap, copy.with_name(f"{copy.name}-vectors"))
         env = {**os.environ, "PYTHONPATH": str(code), "LORE_HOME": str(Path(work) / "home"),
                "LORE_DB_PATH": str(copy), "LORE_SERVICE": "on", "LORE_NO_DOWNLOAD": "1"}
-        done = subprocess.run([sys.executable, __file__, "--trace-child", str(copy), work],
+        done = subprocess.run([sys.executable, __file__, "--trace-child", str(copy), work,
+                               "snapshot" if snapshot else "sqlite"],
+                              env=env, cwd=work, capture_output=True, text=True, timeout=1800)
+        if done.returncode:
+            raise SystemExit(done.stderr[-3000:])
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def reset_peak() -> None:
+    """VmHWM back to the current RSS (Linux's clear_refs 5), so the next reading is the
+    peak of one step."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def varied_topics(n: int) -> list[str]:
+    """n query topics from the bench queries' words and a fixed set of others, so that a long
+    run reads many different candidates (the snapshot's int8 rows are read per candidate)."""
+    import random
+
+    words = sorted({w for q in QUERIES for w in q.split()} | {
+        "cache", "index", "latency", "retry", "budget", "schema", "migration", "token", "queue",
+        "worker", "memory", "vector", "search", "deploy", "review", "test", "lint", "backup"})
+    rng = random.Random(27)
+    return [" ".join(rng.sample(words, 3)) for _ in range(n)]
+
+
+def steps_child(db: str, work: str, snapshot: bool, traced: bool) -> None:
+    """The service's warm-up steps one at a time, in its order; one JSON line."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")  # as the service's serve() does
+    if traced:
+        import tracemalloc
+
+        tracemalloc.start()
+    rows: list[dict] = []
+
+    def step(name: str, began: float) -> None:
+        now = read_status("self")
+        row = {"step": name, **now, "s": round(time.perf_counter() - began, 2)}
+        if traced:
+            current, peak = tracemalloc.get_traced_memory()
+            row["py_current"], row["py_peak"] = round(current / 2**20, 1), round(peak / 2**20, 1)
+            tracemalloc.reset_peak()
+        rows.append(row)
+        reset_peak()
+
+    began = time.perf_counter()
+    step("python", began)
+    began = time.perf_counter()
+
+    step("numpy", began)
+    began = time.perf_counter()
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.recall.prompt_socket import Listener  # noqa: F401
+    from lore_plugin.service.answers import run_tool
+    from lore_plugin.service.daemon import Daemon  # noqa: F401
+    from lore_plugin.service.engine import Service
+    from lore_plugin.service.ops import Ops  # noqa: F401
+    from lore_plugin.store import Store
+
+    step("Lore's service modules (apsw, the engine)", began)
+    began = time.perf_counter()
+    import onnxruntime  # noqa: F401
+    import tokenizers  # noqa: F401
+
+    step("onnxruntime and tokenizers imported", began)
+    embedder = LocalEmbedder(Path(work) / "models")
+    engine = Service(Memory(Path(db), embedder))
+    began = time.perf_counter()
+    embedder.prepare()
+    step("the model's optimised copy made (first start only)", began)
+    began = time.perf_counter()
+    assert embedder.available, embedder.failure
+    step("the model loaded from its copy (tokenizer, session)", began)
+    began = time.perf_counter()
+    embedder.embed(["warm up"])
+    step("a first query embedded", began)
+    began = time.perf_counter()
+    store = Store(Path(db), readonly=True)
+    engine.memory.index.refresh(store)
+    store.close()
+    step("the vector index loaded" + (" from the snapshot" if snapshot else " from SQLite"),
+         began)
+    began = time.perf_counter()
+    engine._save_snapshot()
+    step("the snapshot written (when missing or behind)", began)
+    began = time.perf_counter()
+    with engine.lock:
+        engine.memory.search("warm up", limit=1, mode="vector")
+    step("the warm-up's search", began)
+    topics = varied_topics(400)
+    began = time.perf_counter()
+    for topic in QUERIES * 4:
+        run_tool(engine, "query_memory", {"topic": topic, "depth": 2}, None)
+    step("40 query_memory (the bench queries)", began)
+    began = time.perf_counter()
+    for topic in topics:
+        run_tool(engine, "query_memory", {"topic": topic, "depth": 2}, None)
+    step("400 more, varied", began)
+    index = engine.memory.index
+    arrays = {}
+    for name in ("ids", "rowids", "depths", "scales", "basis", "matrix", "reduced"):
+        value = getattr(index, name)
+        base = getattr(value, "base", value) if name in ("matrix", "reduced") else value
+        mapped = isinstance(getattr(base, "base", None), (memoryview, type(None))) is False
+        arrays[name] = {"MB": round(base.nbytes / 2**20, 1), "dtype": str(base.dtype),
+                        "mapped": mapped and not base.flags.owndata}
+    engine.close()
+    print(json.dumps({"steps": rows, "arrays": arrays, "peak": read_status("self")}))
+
+
+def steps(code: Path, db: Path, snapshot: bool, traced: bool) -> dict:
+    with tempfile.TemporaryDirectory(prefix="lore-svcsteps-") as work:
+        copy = Path(work) / "memory.db"
+        shutil.copy(db, copy)
+        snap = db.with_name(f"{db.name}-vectors")
+        if snapshot and snap.exists():
+            shutil.copy(snap, copy.with_name(f"{copy.name}-vectors"))
+        env = {**os.environ, "PYTHONPATH": str(code), "LORE_HOME": str(Path(work) / "home"),
+               "LORE_DB_PATH": str(copy), "LORE_NO_DOWNLOAD": "1"}
+        done = subprocess.run([sys.executable, __file__, "--steps-child", str(copy), work,
+                               "snapshot" if snapshot else "sqlite",
+                               "traced" if traced else "plain"],
                               env=env, cwd=work, capture_output=True, text=True, timeout=1800)
         if done.returncode:
             raise SystemExit(done.stderr[-3000:])
@@ -146,11 +279,18 @@ def trace(code: Path, db: Path) -> dict:
 
 def main() -> None:
     if sys.argv[1:2] == ["--trace-child"]:
-        trace_child(sys.argv[2], sys.argv[3])
+        trace_child(sys.argv[2], sys.argv[3], sys.argv[4] == "snapshot")
+        return
+    if sys.argv[1:2] == ["--steps-child"]:
+        steps_child(sys.argv[2], sys.argv[3], sys.argv[4] == "snapshot",
+                    sys.argv[5] == "traced")
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--trace", action="store_true")
+    parser.add_argument("--steps", action="store_true")
+    parser.add_argument("--no-snapshot", action="store_true",
+                        help="trace: every start loads the index from SQLite")
     parser.add_argument("--base", type=Path)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json", type=Path)
@@ -161,11 +301,23 @@ def main() -> None:
                         "from lore_plugin.recall.search import refresh_snapshot; "
                         "print(refresh_snapshot(Path(sys.argv[1])))", str(args.db)],
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    if args.steps:
+        results_steps: dict[str, list[dict]] = {}
+        for i in range(args.runs):
+            for name, snapshot, traced in (("snapshot", True, False), ("sqlite", False, False),
+                                           ("snapshot, tracemalloc", True, True)):
+                if traced and i:
+                    continue  # one traced run: tracemalloc's own cost makes RSS not comparable
+                results_steps.setdefault(name, []).append(steps(ROOT, args.db, snapshot, traced))
+                print(name, i + 1, json.dumps(results_steps[name][-1]), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(results_steps, indent=1))
+        return
     checkouts = ([("base", args.base)] if args.base else []) + [("new", ROOT)]
     results: dict[str, list[dict]] = {name: [] for name, _ in checkouts}
     for i in range(args.runs):
         for name, code in checkouts:
-            results[name].append(trace(code, args.db))
+            results[name].append(trace(code, args.db, not args.no_snapshot))
             shown = {life: {k: v for k, v in out.items() if k != "top10"}
                      for life, out in results[name][-1].items()}
             print(name, i + 1, json.dumps(shown), flush=True)

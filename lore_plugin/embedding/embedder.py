@@ -233,6 +233,9 @@ class LocalEmbedder:
         the model loads."""
         if self._model is not None or self._failed is not None:
             return
+        # Before the optimising session, not only before the model's: without it the heap
+        # kept 100 MB of that session's freed buffers for good (bench_service_memory.py).
+        _return_freed_buffers()
         with self._lock:  # one optimising session at a time, even with a query loading
             try:
                 model_dir = find_model_dir(self.cache_dir)
