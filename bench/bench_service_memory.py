@@ -116,6 +116,7 @@ def one_life(db: str, work: str) -> dict:
         client.request("tool", {"name": "query_memory",
                                 "arguments": {"topic": topic, "depth": 2}})
     out["after_200_varied"] = read_status(pid)
+    out["rss_by_mapping"] = rss_by_mapping(pid)
     out["top10"] = tops
     logs = Path(home) / "logs"
     out["log"] = [line.split(" ", 3)[-1] for f in sorted(logs.glob("service*.log"))
@@ -129,6 +130,22 @@ def one_life(db: str, work: str) -> dict:
             break
         time.sleep(0.05)
     return out
+
+
+def rss_by_mapping(pid: int | str, top: int = 14) -> dict[str, float]:
+    """RSS in MB by what is mapped (a file's name, or [heap], [anon] and the like), the
+    largest `top`, from /proc/PID/smaps."""
+    totals: dict[str, float] = {}
+    name = "[anon]"
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        parts = line.split()
+        if parts and "-" in parts[0] and len(parts) >= 5 and ":" in parts[3]:
+            name = os.path.basename(parts[5]) if len(parts) > 5 else "[anon]"
+        elif parts and parts[0] == "Rss:":
+            totals[name] = totals.get(name, 0.0) + int(parts[1]) / 1024
+    ranked = sorted(totals.items(), key=lambda kv: -kv[1])
+    return {k: round(v, 1) for k, v in ranked[:top]} | {
+        "(the rest)": round(sum(v for _, v in ranked[top:]), 1)}
 
 
 def answer_ids(answer: object) -> list[str]:
@@ -259,6 +276,78 @@ def steps_child(db: str, work: str, snapshot: bool, traced: bool) -> None:
     print(json.dumps({"steps": rows, "arrays": arrays, "peak": read_status("self")}))
 
 
+def dtype_trial(db: Path, rounds: int = 5) -> dict:
+    """The reduced copy (the first pass over every row) in other dtypes, in-process on DB's
+    snapshot: its size, the CPU time of a search (`VectorIndex.search(k=10, depth=2)`, median
+    over the queries, then over `rounds` alternating rounds) and the top 10 it gives against
+    float32's, on the bench queries and 200 varied ones."""
+    import numpy as np
+
+    from lore_plugin.embedding.embedder import LocalEmbedder
+    from lore_plugin.recall import search
+    from lore_plugin.store import Store
+
+    store = Store(db, readonly=True)
+    index = search.VectorIndex(db.with_name(f"{db.name}-vectors"))
+    index.refresh(store)
+    store.close()
+    assert index.reduced is not None and index.basis is not None
+    embedder = LocalEmbedder(ROOT / "bench" / ".cache" / "models")
+    if not embedder.available:
+        embedder = LocalEmbedder(Path(tempfile.mkdtemp(prefix="lore-models-")))
+    asked = embedder.embed(QUERIES + varied_topics(200))
+    reduced = np.asarray(index.reduced.base)
+
+    class Chunked(search.Rows):
+        """Stored in a small dtype, multiplied in float32 a block at a time."""
+
+        def __matmul__(self, other: np.ndarray) -> np.ndarray:
+            out = np.empty(len(self.base), dtype=np.float32)
+            for start in range(0, len(self.base), 8192):
+                out[start:start + 8192] = (self.base[start:start + 8192].astype(np.float32)
+                                           @ other)
+            return out * self.scale if self.scale is not None else out
+
+    def variant(kind: str) -> search.VectorIndex:
+        other = search.VectorIndex()
+        for name in ("ids", "rowids", "depths", "scales", "basis", "matrix", "_epoch"):
+            setattr(other, name, getattr(index, name))
+        if kind == "float32 (shipped)":
+            other.reduced = search.Rows(reduced)
+        elif kind == "float16, whole product":
+            other.reduced = search.Rows(reduced.astype(np.float16))
+        else:
+            rows = Chunked(reduced.astype(np.float16) if "float16" in kind
+                           else np.round(reduced / np.abs(reduced).max() * 127).astype(np.int8))
+            rows.scale = None if "float16" in kind else float(np.abs(reduced).max() / 127)
+            other.reduced = rows
+        return other
+
+    kinds = ["float32 (shipped)", "float16, whole product", "float16, 8K-row blocks",
+             "int8 (one scale), 8K-row blocks"]
+    indexes = {kind: variant(kind) for kind in kinds}
+    answers = {kind: [[fid for fid, _ in idx.search(q, 10, depth=2)] for q in asked]
+               for kind, idx in indexes.items()}
+    cpu: dict[str, list[float]] = {kind: [] for kind in kinds}
+    for _ in range(rounds):
+        for kind, idx in indexes.items():
+            times = []
+            for q in asked:
+                begun = time.process_time()
+                idx.search(q, 10, depth=2)
+                times.append(time.process_time() - begun)
+            cpu[kind].append(statistics.median(times) * 1000)
+    shipped = answers["float32 (shipped)"]
+    return {kind: {"reduced_MB": round(np.asarray(indexes[kind].reduced.base).nbytes / 2**20, 1),
+                   "search_cpu_ms": round(statistics.median(cpu[kind]), 2),
+                   "rounds_ms": [round(t, 2) for t in cpu[kind]],
+                   "same_top10": sum(a == b for a, b in zip(answers[kind], shipped)),
+                   "top10_overlap": round(statistics.mean(
+                       len(set(a) & set(b)) / max(len(b), 1)
+                       for a, b in zip(answers[kind], shipped)), 4),
+                   "queries": len(asked)} for kind in kinds}
+
+
 def steps(code: Path, db: Path, snapshot: bool, traced: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="lore-svcsteps-") as work:
         copy = Path(work) / "memory.db"
@@ -289,6 +378,7 @@ def main() -> None:
     parser.add_argument("--db", type=Path, required=True)
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--steps", action="store_true")
+    parser.add_argument("--dtype", action="store_true")
     parser.add_argument("--no-snapshot", action="store_true",
                         help="trace: every start loads the index from SQLite")
     parser.add_argument("--base", type=Path)
@@ -301,6 +391,12 @@ def main() -> None:
                         "from lore_plugin.recall.search import refresh_snapshot; "
                         "print(refresh_snapshot(Path(sys.argv[1])))", str(args.db)],
                        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True)
+    if args.dtype:
+        trial = dtype_trial(args.db)
+        print(json.dumps(trial, indent=1))
+        if args.json:
+            args.json.write_text(json.dumps(trial, indent=1))
+        return
     if args.steps:
         results_steps: dict[str, list[dict]] = {}
         for i in range(args.runs):
