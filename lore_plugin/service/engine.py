@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from ..core.config import Settings
 from ..core.errors import LoreError
+from ..core.heap import give_back
 from ..recall.memory import Memory
 from ..recall.recontext import recontext_all
 from ..recall.spaces import Spaces
@@ -106,6 +107,7 @@ class Service:
             log.exception("loading the vector index failed")
             return
         self._save_snapshot()  # now, not after warm-up: a short session may end before that
+        give_back()  # what the load from SQLite and the swap for the snapshot left in the heap
 
     def _save_snapshot(self) -> None:
         with self._writing_snapshot:
