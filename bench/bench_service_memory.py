@@ -349,6 +349,69 @@ def dtype_trial(db: Path, rounds: int = 5) -> dict:
                    "queries": len(asked)} for kind in kinds}
 
 
+ORT_SETTINGS = {  # (arena, memory patterns, intra-op threads); the first is what Lore ships
+    "shipped: arena off, patterns on, 1 thread": (False, True, 1),
+    "arena on": (True, True, 1),
+    "memory patterns off": (False, False, 1),
+    "2 intra-op threads (inter-op too)": (False, True, 2),
+}
+LONG = ("The deploy pipeline retries a failed migration three times with exponential backoff, "
+        "then pages the on-call engineer and leaves the release tagged as blocked. ") * 6
+
+
+def ort_child(models: str, arena: bool, patterns: bool, threads: int) -> None:
+    """One setting of onnxruntime, in a fresh process with the service's imports: RSS after
+    the model's load, one query, a store's batch and a batch of 32 long texts; the peak; CPU
+    time of one query's embedding and of that batch. One JSON line."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+    import numpy  # noqa: F401
+
+    from lore_plugin.embedding.embedder import LocalEmbedder
+
+    out: dict = {}
+    embedder = LocalEmbedder(Path(models), threads=threads, arena=arena, mem_pattern=patterns)
+    assert embedder.available, embedder.failure
+    out["model loaded"] = read_status("self")
+    embedder.embed(["how do we roll back a failed deploy"])
+    out["one query"] = read_status("self")
+    embedder.embed([f"fact {i}: {LONG[:40 + 9 * i]}" for i in range(16)])
+    out["a store's batch (16 mixed)"] = read_status("self")
+    begun = time.process_time()
+    embedder.embed([LONG] * 32)
+    out["batch32_cpu_ms"] = round((time.process_time() - begun) * 1000)
+    out["a batch of 32 long texts"] = read_status("self")
+    times = []
+    for _ in range(20):
+        begun = time.process_time()
+        embedder.embed(["how do we roll back a failed deploy"])
+        times.append(time.process_time() - begun)
+    out["query_cpu_ms"] = round(statistics.median(times) * 1000, 2)
+    print(json.dumps(out))
+
+
+def ort_settings(runs: int) -> dict:
+    """Every setting `runs` times, alternating; a model cache prepared once beforehand."""
+    models = Path(tempfile.mkdtemp(prefix="lore-ort-")) / "models"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LORE_NO_DOWNLOAD": "1"}
+    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from "
+                    "lore_plugin.embedding.embedder import LocalEmbedder; "
+                    "LocalEmbedder(Path(sys.argv[1])).prepare()", str(models)],
+                   env=env, check=True, timeout=600)
+    results: dict[str, list[dict]] = {name: [] for name in ORT_SETTINGS}
+    for _ in range(runs):
+        for name, (arena, patterns, threads) in ORT_SETTINGS.items():
+            done = subprocess.run([sys.executable, __file__, "--ort-child", str(models),
+                                   str(int(arena)), str(int(patterns)), str(threads)],
+                                  env=env, capture_output=True, text=True, timeout=900)
+            if done.returncode:
+                raise SystemExit(done.stderr[-3000:])
+            results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(name, json.dumps(results[name][-1]), flush=True)
+    shutil.rmtree(models.parent, ignore_errors=True)
+    return results
+
+
 def steps(code: Path, db: Path, snapshot: bool, traced: bool) -> dict:
     with tempfile.TemporaryDirectory(prefix="lore-svcsteps-") as work:
         copy = Path(work) / "memory.db"
@@ -371,21 +434,32 @@ def main() -> None:
     if sys.argv[1:2] == ["--trace-child"]:
         trace_child(sys.argv[2], sys.argv[3], sys.argv[4] == "snapshot")
         return
+    if sys.argv[1:2] == ["--ort-child"]:
+        ort_child(sys.argv[2], sys.argv[3] == "1", sys.argv[4] == "1", int(sys.argv[5]))
+        return
     if sys.argv[1:2] == ["--steps-child"]:
         steps_child(sys.argv[2], sys.argv[3], sys.argv[4] == "snapshot",
                     sys.argv[5] == "traced")
         return
     parser = argparse.ArgumentParser()
-    parser.add_argument("--db", type=Path, required=True)
+    parser.add_argument("--db", type=Path)
     parser.add_argument("--trace", action="store_true")
     parser.add_argument("--steps", action="store_true")
     parser.add_argument("--dtype", action="store_true")
+    parser.add_argument("--ort", action="store_true", help="onnxruntime's settings")
     parser.add_argument("--no-snapshot", action="store_true",
                         help="trace: every start loads the index from SQLite")
     parser.add_argument("--base", type=Path)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.ort:
+        settings = ort_settings(args.runs)
+        if args.json:
+            args.json.write_text(json.dumps(settings, indent=1))
+        return
+    if args.db is None:
+        parser.error("--db is needed but with --ort")
     snap = args.db.with_name(f"{args.db.name}-vectors")
     if not snap.exists():  # the snapshot a service writes at its first start
         subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; "
