@@ -225,8 +225,8 @@ class LocalEmbedder:
     def prepare(self) -> None:
         """Makes the model's optimised copy (optimized_model) now if it is missing, without
         loading the model. Making it is the costliest moment of a process's life in memory:
-        the optimising session holds the expanded weights and their serialised copy, 215 MB
-        above the process at its peak, against 60 MB for the model loaded from the copy
+        the optimising session holds the expanded weights and their serialised copy, 208 MB
+        above the process at its peak, against 47 MB for the model loaded from the copy
         (bench/bench_service_memory.py). It happens once per home and onnxruntime version;
         the memory service's warm-up calls this before it loads the vector index, so that
         the two peaks are not added. Best effort: a failure is met again, and reported, when

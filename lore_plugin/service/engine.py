@@ -133,7 +133,7 @@ class Service:
             # imported it already; this covers in-process users such as the benchmarks).
             import numpy  # noqa: F401
 
-            # The model's one-time optimisation first, alone: its peak (215 MB) beside the
+            # The model's one-time optimisation first, alone: its peak (208 MB) beside the
             # index's load set the service's peak at 100K (349 MB; LocalEmbedder.prepare).
             prepare = getattr(self.memory.embedder, "prepare", None)
             if prepare is not None:

@@ -68,7 +68,7 @@ print(anon() - before)
 
 
 def test_preparing_the_model_hands_its_memory_back(tmp_path):
-    """The optimising session's buffers (215 MB at its peak) are returned once it is gone:
+    """The optimising session's buffers (208 MB at its peak) are returned once it is gone:
     with glibc's mmap threshold left to rise, the heap kept 100 MB of them for good."""
     import subprocess
     import sys
