@@ -16,6 +16,16 @@ query, so that two checkouts can be compared for answers as well as memory. Runs
 takes the service's warm-up steps one at a time in a fresh process (no threads, so each step's
 cost is its own) and reads VmRSS, RssAnon, RssFile and VmHWM after each; tracemalloc's current
 and peak Python allocations are read around the steps that allocate in Python.
+
+    python bench/bench_service_memory.py --ort [--runs 3] [--json PATH]
+
+compares onnxruntime's settings (arena, memory patterns, threads) in fresh processes, and
+
+    python bench/bench_service_memory.py --db DB --dtype [--json PATH]
+
+the reduced copy of the index in float16 and int8 against float32: size, search CPU, top 10.
+`--no-snapshot` makes every traced start load its index from SQLite. Results: bench/README.md,
+"The service's peak RSS at 100K, profiled".
 """
 
 from __future__ import annotations
