@@ -222,6 +222,28 @@ class LocalEmbedder:
     def failure(self) -> str | None:
         return self._failed
 
+    def prepare(self) -> None:
+        """Makes the model's optimised copy (optimized_model) now if it is missing, without
+        loading the model. Making it is the costliest moment of a process's life in memory:
+        the optimising session holds the expanded weights and their serialised copy, 208 MB
+        above the process at its peak, against 47 MB for the model loaded from the copy
+        (bench/bench_service_memory.py). It happens once per home and onnxruntime version;
+        the memory service's warm-up calls this before it loads the vector index, so that
+        the two peaks are not added. Best effort: a failure is met again, and reported, when
+        the model loads."""
+        if self._model is not None or self._failed is not None:
+            return
+        # Before the optimising session, not only before the model's: without it the heap
+        # kept 100 MB of that session's freed buffers for good (bench_service_memory.py).
+        _return_freed_buffers()
+        with self._lock:  # one optimising session at a time, even with a query loading
+            try:
+                model_dir = find_model_dir(self.cache_dir)
+                if model_dir is not None:
+                    optimized_model(model_dir / "model.onnx", self.cache_dir)
+            except Exception as exc:
+                log.debug("preparing the model failed; its load will say why: %s", exc)
+
     def _load(self) -> OnnxSentenceModel | None:
         if self._model is not None or (self._failed is not None
                                        and time.monotonic() < self._retry_at):

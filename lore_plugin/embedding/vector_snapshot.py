@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 FORMAT = 2
 STALE_TEMP_AGE = 3600.0  # a temporary file this old was left by a killed writer
+FINITE_CHUNK = 4096  # rows checked at a time (_all_finite)
 
 
 @dataclass
@@ -119,15 +120,17 @@ def load(path: Path, epoch: str | None = None) -> Snapshot | None:
             # Copy-on-write: a row put in place (VectorIndex.replace) copies only its page;
             # the file and every other page stay shared.
             mapped = mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_COPY)
-            header = json.loads(_next_array(src, mapped).tobytes())
+            header = json.loads(_next_array(src, mapped)[0].tobytes())
             if header.get("format") != FORMAT or (epoch is not None
                                                   and str(header.get("epoch")) != epoch):
                 return None
-            ids, rowids, depths, matrix, scales, basis, reduced = (
-                _next_array(src, mapped) for _ in range(7))
-        snap = Snapshot(str(header["epoch"]), int(header["max_rowid"]), ids, rowids, depths,
-                        matrix, scales, basis, reduced)
-        problem = _problem(snap, int(header.get("rows", -1)))
+            records = [_next_array(src, mapped) for _ in range(7)]
+            ids, rowids, depths, matrix, scales, basis, reduced = (a for a, _ in records)
+            snap = Snapshot(str(header["epoch"]), int(header["max_rowid"]), ids, rowids,
+                            depths, matrix, scales, basis, reduced)
+            offsets = {id(a): offset for a, offset in records}
+            problem = _problem(snap, int(header.get("rows", -1)),
+                               lambda a: _file_rows(src.fileno(), a, offsets[id(a)]))
     except FileNotFoundError:
         return None
     except Exception as exc:  # a damaged cache is rebuilt, never fatal
@@ -139,13 +142,14 @@ def load(path: Path, epoch: str | None = None) -> Snapshot | None:
     return snap
 
 
-def _problem(snap: Snapshot, rows: int) -> str | None:
+def _problem(snap: Snapshot, rows: int,
+             rows_of: Callable[[np.ndarray], Callable[[int, int], np.ndarray]]) -> str | None:
     """What makes the arrays unusable, or None. Every array is checked whole, not sampled:
     the index's own check compares a few dozen rows with the database, and a matrix one
-    column wide passed it and then broke every search. The scan of the reduced vectors reads
-    pages that every query reads anyway: load() at 100K rows took 9-16 ms (medians, warm
-    page cache) against 0.2-0.3 ms with shape checks only. The full int8 matrix needs no
-    scan, as every int8 is finite."""
+    column wide passed it and then broke every search. The float arrays are read from the
+    file (`rows_of`, see _file_rows), not through the mapping: load() at 100K rows took 9-16
+    ms (medians, warm page cache) against 0.2-0.3 ms with shape checks only. The full int8
+    matrix needs no scan, as every int8 is finite."""
     import numpy as np
 
     from ..core.types import EMBED_DIM
@@ -166,7 +170,8 @@ def _problem(snap: Snapshot, rows: int) -> str | None:
     if not 0 < width <= EMBED_DIM or snap.reduced.shape[1] != width:
         return "the reduced vectors and their basis disagree in width"
     for name in ("scales", "basis", "reduced"):
-        if not np.isfinite(getattr(snap, name)).all():
+        array = getattr(snap, name)
+        if not _all_finite(len(array), rows_of(array)):
             return f"{name} holds values that are not finite"
     if rows and not (snap.scales > 0).all():
         return "a scale is not positive"
@@ -176,8 +181,38 @@ def _problem(snap: Snapshot, rows: int) -> str | None:
     return None
 
 
-def _next_array(src: BinaryIO, mapped: mmap.mmap) -> np.ndarray:
-    """The .npy record at `src`'s position, as a view of `mapped`; `src` moves past it."""
+def _all_finite(length: int, rows: Callable[[int, int], np.ndarray]) -> bool:
+    """Whether `rows(start, stop)` are finite for every row, FINITE_CHUNK rows at a time."""
+    import numpy as np
+
+    return all(bool(np.isfinite(rows(start, min(start + FINITE_CHUNK, length))).all())
+               for start in range(0, length, FINITE_CHUNK))
+
+
+def _file_rows(fd: int, array: np.ndarray, offset: int) -> Callable[[int, int], np.ndarray]:
+    """Rows of a mapped array read from its file (at `offset`), not through the mapping.
+    Checking through the mapping made all of it resident at once (the reduced copy, 49 MB
+    at 100K rows): when a service has loaded its index from SQLite and swaps it for the
+    snapshot it just wrote, that came on top of the arrays read from SQLite, and set the
+    service's peak (bench/bench_service_memory.py). Queries then bring in what they read.
+    The check reads a chunk at a time (one mask of the whole reduced copy is 12.8 MB)."""
+    import numpy as np
+
+    width = math.prod(array.shape[1:])
+
+    def rows(start: int, stop: int) -> np.ndarray:
+        size = (stop - start) * width * array.itemsize
+        data = os.pread(fd, size, offset + start * width * array.itemsize)
+        if len(data) != size:
+            raise ValueError("the file ends inside an array")
+        return np.frombuffer(data, dtype=array.dtype)
+
+    return rows
+
+
+def _next_array(src: BinaryIO, mapped: mmap.mmap) -> tuple[np.ndarray, int]:
+    """The .npy record at `src`'s position, as a view of `mapped`, and where its data starts
+    in the file; `src` moves past it."""
     import numpy as np
 
     version = np.lib.format.read_magic(src)
@@ -190,9 +225,10 @@ def _next_array(src: BinaryIO, mapped: mmap.mmap) -> np.ndarray:
     if fortran_order or dtype.hasobject:
         raise ValueError("an array in Fortran order or of Python objects")
     count = math.prod(shape)
-    array = np.frombuffer(mapped, dtype=dtype, count=count, offset=src.tell()).reshape(shape)
+    offset = src.tell()
+    array = np.frombuffer(mapped, dtype=dtype, count=count, offset=offset).reshape(shape)
     src.seek(count * dtype.itemsize, os.SEEK_CUR)
-    return array
+    return array, offset
 
 
 def remove(db_path: Path) -> None:
