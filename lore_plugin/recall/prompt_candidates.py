@@ -157,8 +157,11 @@ def _dated(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]
     from ..core import timeparse
     from .terms import keyword_terms
 
-    window = timeparse.parse(text, memory.clock(), memory.tz)
-    if (window is None or window.end - window.start > DATED_SPAN
+    now = memory.clock()
+    window = timeparse.parse(text, now, memory.tz)
+    # A day not yet over is left to the evidence: "what's the weather today?" names today and
+    # little else, and a memory filled today would hand it any three notes.
+    if (window is None or window.end > now or window.end - window.start > DATED_SPAN
             or len(keyword_terms(window.strip(text))) > DATED_TERMS):
         return found
     return [replace(c, dated=True) if window.start <= c.fragment.created_at < window.end

@@ -131,3 +131,18 @@ def test_a_day_with_no_notes_or_a_prompt_that_asks_more_than_the_day_gets_nothin
                    "what happened in January 2025?"):
         got = prompt_recall.answer(mem, {"prompt": prompt, "seen": []}, warm=True)
         assert got["ids"] == [], prompt
+
+
+def test_a_prompt_that_names_today_is_not_answered_by_todays_notes(diary, clock):
+    """Today is not over: a prompt naming it ("the weather today") is most often not about
+    memory, and in a memory filled today every note was stored that day."""
+    mem, _ = diary
+    from datetime import UTC, datetime
+
+    clock.now = datetime(2025, 1, 11, 18, tzinfo=UTC).timestamp()  # a note today, two yesterday
+    for prompt in ("what's the weather like today?", "what happened today?"):
+        got = prompt_recall.answer(mem, {"prompt": prompt, "seen": []}, warm=True)
+        assert got["ids"] == [], prompt
+    got = prompt_recall.answer(mem, {"prompt": "what happened yesterday?", "seen": []},
+                               warm=True)
+    assert got["ids"], "yesterday is over: its notes answer"
