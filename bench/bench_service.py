@@ -47,9 +47,9 @@ from bench_server import bench_db, copy_db, make_embedder, model_dir, pct, queri
 CACHE = ROOT / "bench" / ".cache"
 
 
-def env_for(code: Path, home: Path, db: Path) -> dict[str, str]:
+def env_for(code: Path, home: Path, db: Path, service: str = "on") -> dict[str, str]:
     env = dict(os.environ, PYTHONPATH=str(code), LORE_HOME=str(home), LORE_DB_PATH=str(db),
-               LORE_NO_DOWNLOAD="1", LORE_SERVICE="on")
+               LORE_NO_DOWNLOAD="1", LORE_SERVICE=service)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a real install keeps its .pyc files
     folder = model_dir()
     if folder is not None:
@@ -160,8 +160,11 @@ async def sessions(code: Path, src_db: Path, label: str, n: int) -> dict[str, An
     return out
 
 
-async def latency(codes: dict[str, Path], src_db: Path, n_queries: int) -> dict[str, Any]:
-    """Warm query_memory latency, base and new asked in turn, query by query."""
+async def latency(codes: dict[str, Path], src_db: Path, n_queries: int,
+                  base_service: str = "on") -> dict[str, Any]:
+    """Warm query_memory latency, base and new asked in turn, query by query. With
+    base_service "off" the base serves in-process (today's fallback path), so `--base .`
+    compares the front + service hop with the same code's in-process answer."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -174,7 +177,9 @@ async def latency(codes: dict[str, Path], src_db: Path, n_queries: int) -> dict[
                 home, db = homes[label]
                 clients[label] = await stack.enter_async_context(Client(
                     StdioServerParameters(command=sys.executable, args=["-m", "lore_plugin.server"],
-                                          env=env_for(code, home, db), cwd=str(home)),
+                                          env=env_for(code, home, db, base_service
+                                                      if label == "base" else "on"),
+                                          cwd=str(home)),
                     mode="legacy", read_timeout_seconds=300))
             for client in clients.values():  # warm: model, index, first-use paths
                 for text, depth in queries(20):
@@ -234,13 +239,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--base-service", choices=["on", "off"], default="on",
+                        help="off: the base serves in-process (LORE_SERVICE=off)")
+    parser.add_argument("--latency-only", action="store_true",
+                        help="only the query_memory latency row")
     args = parser.parse_args()
 
     db = bench_db(args.size, make_embedder(), False)
     make_embedder(CACHE / "service-models")  # the optimised model copy, made once
     codes = {"base": args.base.resolve(), "new": ROOT}
     result: dict[str, Any] = {"fragments": args.size, "runs": args.runs}
-    for n in args.sessions:
+    for n in [] if args.latency_only else args.sessions:
         rows: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
         for _ in range(args.runs):
             for label, code in codes.items():  # alternating, run by run
@@ -249,17 +258,17 @@ def main() -> None:
             result[f"{label}_{n}"] = {k: median_of(rows[label], k) for k in rows[label][0]}
             print(f"{n} session(s), {label}: {result[f'{label}_{n}']}", flush=True)
     starts: dict[str, list[dict[str, float]]] = {"base": [], "new_cold": [], "new_warm": []}
-    for _ in range(args.runs):
+    for _ in range(0 if args.latency_only else args.runs):
         starts["base"].append(anyio.run(start_times, codes["base"], db, "base", False))
         starts["new_cold"].append(anyio.run(start_times, ROOT, db, "new", False))
         starts["new_warm"].append(anyio.run(start_times, ROOT, db, "new", True))
-    for label, rows_ in starts.items():
+    for label, rows_ in starts.items() if not args.latency_only else []:
         result[f"start_{label}"] = {k: median_of(rows_, k) for k in rows_[0]}
         print(f"start, {label}: {result[f'start_{label}']}", flush=True)
-    result["query_memory"] = anyio.run(latency, codes, db, args.queries)
+    result["query_memory"] = anyio.run(latency, codes, db, args.queries, args.base_service)
     print(f"query_memory: {result['query_memory']}", flush=True)
     most, least = max(args.sessions), min(args.sessions)
-    if most > least:
+    if most > least and not args.latency_only:
         for label in codes:
             for key in ("rss_mb", "pss_mb"):
                 result[f"{label}_per_extra_session_{key}"] = (
