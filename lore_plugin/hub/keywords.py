@@ -14,9 +14,10 @@ That is BM25's shape (rare words count more, repeats saturate, long texts count 
 FTS5's bm25 the score is returned negated (lower is better), and fusion divides a query's
 scores by the best of them, so both backends' keyword evidence lies in 0..1 before it is fused.
 
-Only the matches of the query's rarest terms are read (driving_terms): every match is a
-heap row of about 2.3 KB (the vector inline), and reading all of them made a query's cost
-grow with the space (issue 28)."""
+The matches are read from `fragment_words` (words_sql.py: the space, id and tsvector of each
+fragment, about 300 bytes a row against the 2.3 KB of a `fragments` row with its vector), and
+only those of the query's rarest terms (driving_terms): reading every match of every term
+made a query's cost grow with the space (issue 28)."""
 
 from __future__ import annotations
 
@@ -38,17 +39,17 @@ _COLUMNS = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
                      for c in FRAGMENT_NUMBERS.split(", "))
 # The candidates' rows are read once (MATERIALIZED, with their tsvector), by one bitmap scan
 # of the driving terms' OR; each is ranked on every term it holds, with the terms' document
-# counts given. Equal scores (the same text in several fragments) are ordered by id.
+# counts given, in a subquery per candidate (a join and GROUP BY sorted every pair by id).
+# Equal scores (the same text in several fragments) are ordered by id.
 _SEARCH = (
     "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q, d "
     "FROM unnest(%(t)s::text[], %(d)s::float8[]) AS x(t, d)), "
-    "c AS MATERIALIZED (SELECT f.id, f.tsv FROM fragments f WHERE f.space = %(s)s "
+    "c AS MATERIALIZED (SELECT f.id, f.tsv FROM fragment_words f WHERE f.space = %(s)s "
     "AND f.tsv @@ ({drive})), "
-    "h AS (SELECT c.id, sum(greatest(ln((%(n)s::float8 - w.d + 0.5) / (w.d + 0.5)), 1e-6) "
-    "* ts_rank('{{0.1, 0.2, 0.5, 1.0}}', c.tsv, w.q, 1)) AS score FROM c JOIN w "
-    "ON numnode(w.q) > 0 AND c.tsv @@ w.q GROUP BY c.id ORDER BY score DESC, c.id "
-    "LIMIT %(k)s) "
-    "SELECT " + _COLUMNS + ", tsvector_to_array(f.tsv), h.score FROM h "
+    "h AS (SELECT c.id, (SELECT sum(greatest(ln((%(n)s::float8 - w.d + 0.5) / (w.d + 0.5)), "
+    "1e-6) * ts_rank('{{0.1, 0.2, 0.5, 1.0}}', c.tsv, w.q, 1)) FROM w WHERE numnode(w.q) > 0 "
+    "AND c.tsv @@ w.q) AS score FROM c ORDER BY score DESC, c.id LIMIT %(k)s) "
+    "SELECT " + _COLUMNS + ", tsvector_to_array(c.tsv), h.score FROM h JOIN c ON c.id = h.id "
     "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC, h.id")
 
 
@@ -57,11 +58,12 @@ def fts_terms(match: str) -> list[str]:
     return [t.replace('""', '"') for t in _QUOTED.findall(match) if t.strip()]
 
 
-def driving_terms(docs: dict[str, int], budget: int = DRIVE_BUDGET) -> list[str]:
+def driving_terms(docs: dict[str, int], budget: int) -> list[str]:
     """The rarest terms that some fragment holds, as many as hold `budget` matches together,
     and at least the rarest one (ties in the query's order)."""
     held = sorted((t for t in docs if docs[t] > 0), key=docs.__getitem__)
-    chosen, total = [], 0
+    chosen: list[str] = []
+    total = 0
     for term in held:
         if chosen and total + docs[term] > budget:
             break
@@ -81,7 +83,7 @@ class Keywords(TermCounts):
         trip (the engine measures the query's coverage on the best of them)."""
         terms = fts_terms(match)
         docs = self.phrase_counts(terms)
-        drive = driving_terms(docs)
+        drive = driving_terms(docs, DRIVE_BUDGET)
         if not drive:
             return [], {}  # no fragment holds any term
         # One phrase query per driving term, OR-ed: the terms are parameters, never SQL.
@@ -98,5 +100,6 @@ class Keywords(TermCounts):
         if not ids:
             return {}
         return {r[0]: frozenset(r[1]) for r in self._all(
-            "SELECT id, tsvector_to_array(tsv) FROM fragments WHERE space = %s AND id = ANY(%s)",
+            "SELECT id, tsvector_to_array(tsv) FROM fragment_words WHERE space = %s "
+            "AND id = ANY(%s)",
             (self.space, list(ids)))}

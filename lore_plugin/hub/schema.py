@@ -11,6 +11,7 @@ from __future__ import annotations
 from .access_sql import MIGRATION as TEAM_ACCESS
 from .correct_sql import MIGRATION as TEAM_CORRECT
 from .forget_sql import MIGRATION as TEAM_FORGET
+from .words_sql import MIGRATION as KEYWORD_TABLE
 
 VERSION_TABLE = "lore_schema"
 MIGRATE_LOCK = 0x4C4F5245_0001  # pg_advisory_xact_lock key: "LORE", schema migrations
@@ -162,6 +163,9 @@ MIGRATIONS: list[str] = [
     TEAM_FORGET,
     # 4: one member correcting another's fact: recorded with both authors, undoable by any
     TEAM_CORRECT,
+    # 6 (the fifth on this branch until 5, the memory-state table, lands beside it; the two
+    # touch different tables): the keyword search's narrow table, kept by a trigger
+    KEYWORD_TABLE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

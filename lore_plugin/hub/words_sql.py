@@ -11,13 +11,19 @@ The database keeps it: an AFTER trigger on `fragments` inserts the row and rewri
 the summary or content changes (the tsvector is a generated column, computed before AFTER
 triggers run), and the foreign key deletes it with its fragment. So every write path (one
 insert, a bulk push, a correction, forgetting) keeps it in the same transaction, and a
-crash leaves both tables or neither. The trigger runs with the writer's rights: under
-row-level security (migration 2's rules, as every table holding a space) a member writes
-the words of a space they may write, and reads those they may read."""
+crash leaves both tables or neither.
+
+Only the database writes it. Under row-level security (forced, as on every table holding a
+space) a member reads the words of the spaces they may read, and may write none: a writing
+member could otherwise delete or rewrite the words of another's fragment and hide it from
+keyword search, where `fragments` lets only its author or an owner delete it (migration 3).
+The trigger is SECURITY DEFINER (the admin's, who runs the migration and passes row-level
+security) with a fixed search_path, and it writes exactly the fragment's own row. So the
+table needs no `author`: every row's is the fragment's, one join away."""
 
 from __future__ import annotations
 
-from .access_sql import _READ, _WRITE, _protect
+from .access_sql import _READ
 
 TABLE = "fragment_words"
 
@@ -29,13 +35,16 @@ CREATE TABLE {TABLE} (
     PRIMARY KEY (space, id),
     FOREIGN KEY (space, id) REFERENCES fragments(space, id) ON DELETE CASCADE
 );
-{_protect(TABLE, _READ, _WRITE)}
-INSERT INTO {TABLE} (space, id, tsv, author) SELECT space, id, tsv, author FROM fragments;
+ALTER TABLE {TABLE} ENABLE ROW LEVEL SECURITY;
+ALTER TABLE {TABLE} FORCE ROW LEVEL SECURITY;
+CREATE POLICY {TABLE}_read ON {TABLE} FOR SELECT USING {_READ};
+GRANT SELECT ON {TABLE} TO PUBLIC;
+INSERT INTO {TABLE} (space, id, tsv) SELECT space, id, tsv FROM fragments;
 CREATE INDEX {TABLE}_tsv ON {TABLE} USING gin (tsv);
 DROP INDEX fragments_tsv;  -- nothing searches fragments.tsv any more
 
 CREATE FUNCTION lore_fragment_words() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO public.{TABLE} (space, id, tsv) VALUES (NEW.space, NEW.id, NEW.tsv);
