@@ -1,41 +1,52 @@
 """How many fragments of the space hold each query term, and how many the space has: idf's
 inputs, for the keyword search's ranking and for the coverage measure (term_statistics).
 
-Counting a term visits every row of `fragment_words` holding it (20-60 ms for a term held
-by 20K fragments, against 100-300 ms in `fragments`), and the counts move slowly, so each
-is kept for COUNTS_TTL seconds, for at most TERMS_KEPT terms. The keyword thread and the
-query's own thread ask for the same terms at about the same time: the second waits for the
-first's count instead of counting again."""
+A lexeme's count is a sum kept by the database (lexeme_counts, words_sql.py), read through
+an index; a phrase of several lexemes is counted in `fragment_words` (each fragment holding
+its rarest lexeme is visited). Each is kept here for COUNTS_TTL seconds, for at most
+TERMS_KEPT terms. The keyword thread and the query's own thread ask for the same terms at
+about the same time: the second waits for the first's answer."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from .connection import HubConnection
 
-COUNTS_TTL = 60.0  # seconds a count is reused
+# Seconds a term's count is reused: long enough for the keyword thread's count to serve the
+# query's own term_statistics, short enough that ranking sees counts as they are (they are
+# an index lookup now; they were kept a minute when each was a scan of its matches).
+COUNTS_TTL = 1.0
+ROWS_TTL = 60.0  # seconds the space's row count (idf's N) is reused: it moves slowly
 TERMS_KEPT = 5000
 # Per term: its lexemes (as the index holds them), the rows holding the phrase (the keyword
-# search's document count) and the rows holding its rarest lexeme (term_statistics'). A
-# one-lexeme term's phrase is that lexeme: it is counted once.
+# search's document count) and the rows holding its rarest lexeme (term_statistics'). The
+# lexemes' counts are sums in lexeme_counts (words_sql.py); only a phrase of several
+# lexemes ("err_7731" is 'err' <-> '7731') is counted in its rows.
 _COUNT = (
     "WITH t AS (SELECT t, phraseto_tsquery('english', t) AS q, array(SELECT lexeme FROM "
-    "unnest(to_tsvector('english', t))) AS lex FROM unnest(%(t)s::text[]) AS t) "
-    "SELECT t.t, t.lex, CASE WHEN numnode(t.q) = 0 THEN 0 ELSE (SELECT count(*) FROM "
-    "fragment_words f WHERE f.space = %(s)s AND f.tsv @@ t.q) END, "
-    "CASE WHEN cardinality(t.lex) < 2 THEN NULL ELSE (SELECT min((SELECT count(*) FROM "
-    "fragment_words f WHERE f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) "
-    "FROM unnest(t.lex) AS x) END FROM t")
+    "unnest(to_tsvector('english', t))) AS lex FROM unnest(%(t)s::text[]) AS t), "
+    "n AS (SELECT lexeme, sum(change) AS docs FROM lexeme_counts WHERE space = %(s)s AND "
+    "lexeme IN (SELECT unnest(lex) FROM t) GROUP BY lexeme) "
+    "SELECT t.t, t.lex, CASE WHEN numnode(t.q) = 0 THEN 0 "
+    "WHEN numnode(t.q) = 1 AND cardinality(t.lex) = 1 THEN "
+    "coalesce((SELECT n.docs FROM n WHERE n.lexeme = t.lex[1]), 0) "
+    "ELSE (SELECT count(*) FROM fragment_words f WHERE f.space = %(s)s AND f.tsv @@ t.q) END, "
+    "(SELECT min(coalesce(n.docs, 0)) FROM unnest(t.lex) AS x LEFT JOIN n ON n.lexeme = x) "
+    "FROM t")
 
 
 class TermCounts(HubConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._counting = threading.Lock()
+        self._known: dict[str, tuple[float, frozenset[str], int, int]] = {}
+
     def _counts(self, terms: Sequence[str]) -> dict[str, tuple[frozenset[str], int, int]]:
         """{term: (its lexemes, rows holding the phrase, rows holding its rarest lexeme)}."""
-        if not hasattr(self, "_counting"):
-            self._counting = threading.Lock()
-            self._known: dict[str, tuple[float, frozenset[str], int, int]] = {}
         with self._counting:
             now = time.monotonic()
             if len(self._known) > TERMS_KEPT:
@@ -45,8 +56,7 @@ class TermCounts(HubConnection):
             fresh = {}
             if asked:
                 for t, lex, phrase, rarest in self._all(_COUNT, {"t": asked, "s": self.space}):
-                    fresh[t] = (now, frozenset(lex), int(phrase),
-                                int(phrase if rarest is None else rarest))
+                    fresh[t] = (now, frozenset(lex), int(phrase), int(rarest or 0))
             # A term no fragment holds is asked again next time (it costs an index lookup):
             # kept, a fact stored meanwhile would stay unfindable by that word for a minute.
             self._known.update((t, c) for t, c in fresh.items() if c[2] > 0)
@@ -65,10 +75,10 @@ class TermCounts(HubConnection):
         return self._row_count(), {t: (c[0], c[2]) for t, c in counts.items() if c[0]}
 
     def _row_count(self) -> int:
-        """Fragments in the space, re-counted at most every COUNTS_TTL seconds."""
+        """Fragments in the space, re-counted at most every ROWS_TTL seconds."""
         now = time.monotonic()
         known = getattr(self, "_rows", None)
-        if known is None or now - known[1] > COUNTS_TTL:
+        if known is None or now - known[1] > ROWS_TTL:
             known = (int(self._one("SELECT count(*) FROM fragments WHERE space = %s",
                                    (self.space,))), now)
             self._rows = known

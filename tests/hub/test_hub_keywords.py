@@ -11,7 +11,7 @@ import psycopg
 from psycopg import conninfo
 
 from lore_plugin.core.types import NewFragment
-from lore_plugin.hub import HubStore, bootstrap, init_hub, keywords
+from lore_plugin.hub import HubStore, bootstrap, init_hub, keywords, term_counts
 from lore_plugin.hub.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
 from lore_plugin.hub.words_sql import TABLE
 from lore_plugin.store import Store
@@ -23,11 +23,22 @@ def _words(store: HubStore) -> dict[str, str]:
                                            (store.space,))}
 
 
+def _counts_agree(store: HubStore) -> bool:
+    """Every lexeme's kept count equals the fragments of the space holding it now."""
+    kept = dict(store._all("SELECT lexeme, sum(change) FROM lexeme_counts WHERE space = %s "
+                           "GROUP BY lexeme HAVING sum(change) <> 0", (store.space,)))
+    live = dict(store._all("SELECT x, count(*) FROM fragment_words, "
+                           "unnest(tsvector_to_array(tsv)) AS x WHERE space = %s GROUP BY x",
+                           (store.space,)))
+    return kept == live
+
+
 def _found(store: HubStore, match: str) -> list[str]:
     return [f.id for f, _ in store.keyword_search(match, 10)]
 
 
-def test_the_words_follow_every_write_of_a_fragment(hub_space):
+def test_the_words_and_counts_follow_every_write_of_a_fragment(hub_space, monkeypatch):
+    monkeypatch.setattr(term_counts, "COUNTS_TTL", 0.0)  # each count read from the database
     now = time.time()
     fid = hub_space.insert(NewFragment(content="the gateway retries", summary="Gateway",
                                        depth=0), now)
@@ -36,22 +47,28 @@ def test_the_words_follow_every_write_of_a_fragment(hub_space):
     assert _found(hub_space, '"gateway"') == [] and _found(hub_space, '"invoices"') == [fid]
     tsv = hub_space._one("SELECT tsv::text FROM fragments WHERE space = %s AND id = %s",
                          (hub_space.space, fid))
-    assert _words(hub_space) == {fid: tsv}
+    assert _words(hub_space) == {fid: tsv} and _counts_agree(hub_space)
     hub_space.confirm([fid], now)  # a change of no text leaves the words as they are
     assert _words(hub_space) == {fid: tsv}
     hub_space.delete(fid, now)
     assert _words(hub_space) == {} and _found(hub_space, '"invoices"') == []
+    assert _counts_agree(hub_space)
+    assert hub_space.term_statistics(["invoices"])[1] == {"invoices": (frozenset({"invoic"}), 0)}
 
 
 def test_a_push_writes_the_words_of_every_row_it_adds(tmp_path, hub_space):
     local = Store(tmp_path / "local.db")
     for n in range(30):
-        local.insert(NewFragment(content=f"note {n} about kafka", summary=f"note {n}",
+        code = " after ERR_7731" if n < 3 else ""  # a phrase of two lexemes: counted apart
+        local.insert(NewFragment(content=f"note {n} about kafka{code}", summary=f"note {n}",
                                  depth=1), 1.0)
     rows = list(local.export_fragments())
     local.close()
     assert hub_space.insert_rows(rows, []) == (30, 0)
     assert len(_words(hub_space)) == 30 and len(_found(hub_space, '"kafka"')) == 10
+    assert _counts_agree(hub_space)
+    assert hub_space.phrase_counts(["kafka", "note", "err_7731"]) == {
+        "kafka": 30, "note": 30, "err_7731": 3}
 
 
 def _old_hub(url: str) -> None:
@@ -82,7 +99,7 @@ def test_lore_hub_init_migrates_an_existing_hub_once_and_keeps_its_fragments_fin
         assert store._one(f"SELECT max(version) FROM {VERSION_TABLE}") == SCHEMA_VERSION
         assert _found(store, '"kafka" OR "nothing"') == ["f00d"]
         assert init_hub(url) == 0  # running it again changes nothing
-        assert len(_words(store)) == 1
+        assert len(_words(store)) == 1 and _counts_agree(store)
     finally:
         store.close()
 

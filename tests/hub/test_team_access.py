@@ -20,11 +20,12 @@ from lore_plugin.hub.access import Team
 from lore_plugin.hub.access_sql import OWN_ROWS, SHARED
 from lore_plugin.hub.correct_sql import TABLE as CORRECTIONS
 from lore_plugin.hub.errors import HubAccessDenied
+from lore_plugin.hub.words_sql import COUNTS
 from lore_plugin.hub.words_sql import TABLE as WORDS
 from lore_plugin.recall.memory import Memory
 from tests.hub.team_roles import TeamHub, make_team
 
-TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS, "spaces", "space_members")
+TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS, COUNTS, "spaces", "space_members")
 FACT = "Deploys of the billing service go through the release train on Tuesdays."
 
 
@@ -87,17 +88,18 @@ INSERTS = {
     "curation_journal": "INSERT INTO curation_journal (space, at, action, fragment_id, label) "
                         "VALUES (%s, 1, 'a', 'f', 'l')",
     WORDS: "INSERT INTO fragment_words (space, id, tsv) VALUES (%s, 'f00d', 'x')",
+    COUNTS: "INSERT INTO lexeme_counts (space, lexeme, change) VALUES (%s, 'x', 1)",
     CORRECTIONS: "INSERT INTO supersessions (space, old_id, new_id) VALUES (%s, 'a', 'b')",
     "spaces": "INSERT INTO spaces (name, created_at) VALUES (%s, 1)",
     "space_members": "INSERT INTO space_members (space, role, level) "
                      "VALUES (%s, current_user::regrole, 'owner')",
 }
 UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS)}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS, COUNTS)}
 UPDATES["spaces"] = "UPDATE spaces SET embed_model = 'other' WHERE name = %s"
 UPDATES["space_members"] = "UPDATE space_members SET level = 'owner' WHERE space = %s"
 DELETES = {t: f"DELETE FROM {t} WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS, "space_members")}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, WORDS, COUNTS, "space_members")}
 DELETES["spaces"] = "DELETE FROM spaces WHERE name = %s"
 
 
