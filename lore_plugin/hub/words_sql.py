@@ -88,7 +88,8 @@ CREATE TABLE {COUNTS} (
 {_read_only(COUNTS)}
 INSERT INTO {COUNTS} (space, lexeme, change) {_lexemes(TABLE, "")};
 CREATE INDEX {COUNTS}_lexeme ON {COUNTS} (space, lexeme) INCLUDE (change);
-{_function("lore_words_added", f'''    INSERT INTO public.{TABLE} (space, id, tsv) SELECT space, id, tsv FROM added;''')}
+{_function("lore_words_added", f'''    INSERT INTO public.{TABLE} (space, id, tsv)
+        SELECT space, id, tsv FROM added;''')}
 CREATE TRIGGER fragments_words_added AFTER INSERT ON fragments
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION lore_words_added();
 {_function("lore_words_changed", f'''    IF NEW.tsv IS DISTINCT FROM OLD.tsv THEN
@@ -96,10 +97,12 @@ CREATE TRIGGER fragments_words_added AFTER INSERT ON fragments
     END IF;''')}
 CREATE TRIGGER fragments_words_changed AFTER UPDATE OF summary, content ON fragments
     FOR EACH ROW EXECUTE FUNCTION lore_words_changed();
-{_function("lore_lexemes_added", f'''    INSERT INTO public.{COUNTS} (space, lexeme, change) {_lexemes("added", "")};''')}
+{_function("lore_lexemes_added", f'''    INSERT INTO public.{COUNTS} (space, lexeme, change)
+        {_lexemes("added", "")};''')}
 CREATE TRIGGER {TABLE}_added AFTER INSERT ON {TABLE}
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION lore_lexemes_added();
-{_function("lore_lexemes_removed", f'''    INSERT INTO public.{COUNTS} (space, lexeme, change) {_lexemes("removed", "-")};''')}
+{_function("lore_lexemes_removed", f'''    INSERT INTO public.{COUNTS} (space, lexeme, change)
+        {_lexemes("removed", "-")};''')}
 CREATE TRIGGER {TABLE}_removed AFTER DELETE ON {TABLE}
     REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION lore_lexemes_removed();
 {_function("lore_lexemes_changed", f'''    INSERT INTO public.{COUNTS} (space, lexeme, change)
