@@ -34,7 +34,7 @@ _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 # every term of the query, so its score is exactly the full search's; what is left out is a
 # fragment that holds only the query's common terms, once its rare ones hold this many
 # matches. Below it (every query of a small space) the search is the full one.
-DRIVE_BUDGET = 2000
+DRIVE_BUDGET = 10000
 _COLUMNS = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
                      for c in FRAGMENT_NUMBERS.split(", "))
 # The candidates' rows are read once (MATERIALIZED, with their tsvector), by one bitmap scan
