@@ -9,12 +9,16 @@ about the same time: the second waits for the first's answer."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from .connection import HubConnection
+from .errors import HubError
+
+log = logging.getLogger(__name__)
 
 # Seconds a term's count is reused: long enough for the keyword thread's count to serve the
 # query's own term_statistics, short enough that ranking sees counts as they are (they are
@@ -29,14 +33,16 @@ TERMS_KEPT = 5000
 _COUNT = (
     "WITH t AS (SELECT t, phraseto_tsquery('english', t) AS q, array(SELECT lexeme FROM "
     "unnest(to_tsvector('english', t))) AS lex FROM unnest(%(t)s::text[]) AS t), "
-    "n AS (SELECT lexeme, sum(change) AS docs FROM lexeme_counts WHERE space = %(s)s AND "
-    "lexeme IN (SELECT unnest(lex) FROM t) GROUP BY lexeme) "
+    "n AS (SELECT lexeme, sum(change) AS docs, count(*) AS rows FROM lexeme_counts "
+    "WHERE space = %(s)s AND lexeme IN (SELECT unnest(lex) FROM t) GROUP BY lexeme) "
     "SELECT t.t, t.lex, CASE WHEN numnode(t.q) = 0 THEN 0 "
     "WHEN numnode(t.q) = 1 AND cardinality(t.lex) = 1 THEN "
     "coalesce((SELECT n.docs FROM n WHERE n.lexeme = t.lex[1]), 0) "
     "ELSE (SELECT count(*) FROM fragment_words f WHERE f.space = %(s)s AND f.tsv @@ t.q) END, "
-    "(SELECT min(coalesce(n.docs, 0)) FROM unnest(t.lex) AS x LEFT JOIN n ON n.lexeme = x) "
-    "FROM t")
+    "(SELECT min(coalesce(n.docs, 0)) FROM unnest(t.lex) AS x LEFT JOIN n ON n.lexeme = x), "
+    "array(SELECT n.lexeme FROM n WHERE n.lexeme = ANY (t.lex) AND n.rows > %(f)s) FROM t")
+# A lexeme summed from more rows than this is folded into one row (words_sql.py).
+FOLD_FROM = 64
 
 
 class TermCounts(HubConnection):
@@ -54,13 +60,26 @@ class TermCounts(HubConnection):
             asked = [t for t in dict.fromkeys(terms)
                      if t not in self._known or now - self._known[t][0] > COUNTS_TTL]
             fresh = {}
+            many: set[str] = set()
             if asked:
-                for t, lex, phrase, rarest in self._all(_COUNT, {"t": asked, "s": self.space}):
+                for t, lex, phrase, rarest, fold in self._all(
+                        _COUNT, {"t": asked, "s": self.space, "f": FOLD_FROM}):
                     fresh[t] = (now, frozenset(lex), int(phrase), int(rarest or 0))
+                    many.update(fold)
+            if many and not self.in_transaction():  # a refusal would abort the caller's
+                self._fold(sorted(many))
             # A term no fragment holds is asked again next time (it costs an index lookup):
             # kept, a fact stored meanwhile would stay unfindable by that word for a minute.
             self._known.update((t, c) for t, c in fresh.items() if c[2] > 0)
             return {t: c[1:] for t in terms if (c := fresh.get(t) or self._known.get(t))}
+
+    def _fold(self, lexemes: list[str]) -> None:
+        """Folds each lexeme's rows into one; the counts stay as they are, and a failure
+        only leaves the rows for the next reader to fold."""
+        try:
+            self._run("SELECT lore_fold_lexemes(%s, %s)", (self.space, lexemes))
+        except HubError as exc:
+            log.info("lexeme counts not folded: %s", exc)
 
     def phrase_counts(self, terms: Sequence[str]) -> dict[str, int]:
         """{term: rows of the space holding it as the keyword search matches it}."""

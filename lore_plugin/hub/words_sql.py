@@ -12,10 +12,11 @@ the space, the id and the tsvector only (about 300 bytes a row, 37 MB at 110K ro
 without visiting them: it is a list of signed changes, one row per lexeme a statement
 added or removed, whose sum is the count. Writers only append, so two writers never wait
 for each other or deadlock on a hot word, as they would on one counter row per lexeme
-held until commit; a reader sums a lexeme's rows through the index. (Folding the rows of
-a lexeme into one is not done yet: a bulk push adds one row per lexeme and batch, one
-insert one per lexeme of the fragment. A space's rows stay when the space is deleted;
-they sum to zero.)
+held until commit; a reader sums a lexeme's rows through the index. A bulk push adds one
+row per lexeme and batch, one insert one per lexeme of the fragment; a reader that meets a
+lexeme of many rows folds them into their sum (`lore_fold_lexemes`, one statement: rows
+written meanwhile are not in its snapshot and stay, so the sum is kept). A space's rows stay
+when the space is deleted; they sum to zero.
 
 The database keeps both: triggers on `fragments` copy the tsvector of inserted rows (per
 statement: a bulk push's batch at once) and rewrite it when the summary or content changes
@@ -111,6 +112,20 @@ CREATE TRIGGER {TABLE}_removed AFTER DELETE ON {TABLE}
 CREATE TRIGGER {TABLE}_changed AFTER UPDATE ON {TABLE}
     REFERENCING OLD TABLE AS removed NEW TABLE AS added
     FOR EACH STATEMENT EXECUTE FUNCTION lore_lexemes_changed();
+-- Folds a lexeme's rows into one, for a caller who may read the space (the caller is the
+-- session's role: inside this function current_user is the admin).
+CREATE FUNCTION lore_fold_lexemes(target text, lexemes text[]) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $f$
+    WITH gone AS (DELETE FROM public.{COUNTS} c WHERE c.space = target
+                  AND c.lexeme = ANY (lexemes)
+                  AND target = ANY (public.lore_spaces('read', session_user))
+                  RETURNING c.lexeme, c.change)
+    INSERT INTO public.{COUNTS} (space, lexeme, change)
+    SELECT target, lexeme, sum(change)::integer FROM gone GROUP BY lexeme
+    HAVING sum(change) <> 0;
+$f$;
+REVOKE ALL ON FUNCTION lore_fold_lexemes(text, text[]) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION lore_fold_lexemes(text, text[]) TO PUBLIC;
 ANALYZE {TABLE};
 ANALYZE {COUNTS};
 """

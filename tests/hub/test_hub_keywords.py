@@ -126,3 +126,20 @@ def test_past_the_budget_only_fragments_with_a_rare_term_are_read_and_scored_in_
     monkeypatch.setattr(keywords, "DRIVE_BUDGET", 3)  # "consumer" (7) is past it
     capped = dict((f.id, s) for f, s in hub_space.keyword_search(match, 10))
     assert capped == {both: full[both]}  # the same score: "consumer" still counted in it
+
+
+def test_a_lexeme_of_many_rows_is_folded_into_one_and_keeps_its_count(hub_space, monkeypatch):
+    monkeypatch.setattr(term_counts, "FOLD_FROM", 3)
+    monkeypatch.setattr(term_counts, "COUNTS_TTL", 0.0)
+    for n in range(6):  # one insert each: a row of +1 each
+        hub_space.insert(NewFragment(content=f"kafka lag {n}", summary="Kafka", depth=1), 1.0)
+
+    def rows() -> int:
+        return int(hub_space._one("SELECT count(*) FROM lexeme_counts WHERE space = %s AND "
+                                  "lexeme = 'kafka'", (hub_space.space,)))
+
+    assert rows() == 6
+    assert hub_space.phrase_counts(["kafka"]) == {"kafka": 6}  # read, then folded
+    assert rows() == 1 and _counts_agree(hub_space)
+    hub_space.insert(NewFragment(content="kafka again", summary="Kafka", depth=1), 1.0)
+    assert hub_space.phrase_counts(["kafka"]) == {"kafka": 7} and _counts_agree(hub_space)
