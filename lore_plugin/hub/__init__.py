@@ -12,7 +12,7 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     dates        the days a fragment's text names
     fragments    insert (redacted), get, resolve, update, supersede, delete
     term_counts  how many fragments hold each query term (idf), kept a minute
-    words_sql    the keyword search's narrow table (space, id, tsvector), kept by a trigger
+    words_sql    the keyword search's narrow table and each lexeme's count, kept by triggers
     keywords     tsvector search on FTS5's scale over the rarest terms' matches
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
