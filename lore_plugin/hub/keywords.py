@@ -6,10 +6,11 @@ FTS5's porter tokenizer stems). A match scores
 
     sum over the query's terms it holds of  idf(term) * ts_rank(tsv, term, 1)
 
-idf being FTS5's own (recall/fusion.idf) from the term's document count in the space, and
-ts_rank's normalisation 1 dividing by the log of the document length (the space's row
-count, idf's N, and each term's document count are re-read at most once a minute), with the
-summary weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0) weighs them.
+idf being FTS5's own (recall/fusion.idf) from the term's document count in the space
+(term_counts.py: the space's row count, idf's N, is re-read at most once a minute, a term's
+count once a second), and ts_rank's normalisation 1 dividing by the log of the document
+length, with the summary weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0)
+weighs them.
 That is BM25's shape (rare words count more, repeats saturate, long texts count less). Like
 FTS5's bm25 the score is returned negated (lower is better), and fusion divides a query's
 scores by the best of them, so both backends' keyword evidence lies in 0..1 before it is fused.
@@ -101,5 +102,4 @@ class Keywords(TermCounts):
             return {}
         return {r[0]: frozenset(r[1]) for r in self._all(
             "SELECT id, tsvector_to_array(tsv) FROM fragment_words WHERE space = %s "
-            "AND id = ANY(%s)",
-            (self.space, list(ids)))}
+            "AND id = ANY(%s)", (self.space, list(ids)))}

@@ -69,7 +69,7 @@ class TermCounts(HubConnection):
             if many and not self.in_transaction():  # a refusal would abort the caller's
                 self._fold(sorted(many))
             # A term no fragment holds is asked again next time (it costs an index lookup):
-            # kept, a fact stored meanwhile would stay unfindable by that word for a minute.
+            # kept, a fact stored meanwhile would not drive the search for COUNTS_TTL.
             self._known.update((t, c) for t, c in fresh.items() if c[2] > 0)
             return {t: c[1:] for t in terms if (c := fresh.get(t) or self._known.get(t))}
 
