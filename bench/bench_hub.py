@@ -3,11 +3,14 @@
     python bench/bench_hub.py                          # 10K and 100K, 200 queries each
     python bench/bench_hub.py --sizes 10000 100000 300000 --queries 300 --write-seconds 30
     python bench/bench_hub.py --url URL --base /tmp/base --runs 3 --sizes 10000 100000
+    python bench/bench_hub.py --url URL --base /tmp/base --base-url OLD_URL ...
 
 With --url, a running hub whose spaces bench-SIZE are filled already (by an earlier run) is
 used as it is. With --base, each run times the queries with an old checkout's code and this
 one's (hub_query_worker.py in a subprocess of each, alternating which goes first), on the
 same spaces and SQLite files, and the medians over the runs are printed side by side.
+--base-url gives the old code its own copy of the hub, when the schema moved on since
+(CREATE DATABASE old TEMPLATE new, then the old schema restored in it).
 
 For each size: bench_server.py's synthetic memory (topics › concepts › facts with real
 MiniLM vectors, cached in bench/.cache) is built in SQLite, then copied into a space of a
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import shutil
 import statistics
 import sys
@@ -112,7 +116,7 @@ def writers(url: str, seconds: float) -> dict[str, float]:
 
 
 def side_by_side(url: str, base: Path, sizes: list[int], runs: int, n: int, embedder,
-                 json_path: str | None) -> None:
+                 json_path: str | None, base_url: str | None = None) -> None:
     import json
     import subprocess
 
@@ -124,13 +128,14 @@ def side_by_side(url: str, base: Path, sizes: list[int], runs: int, n: int, embe
         db = bench_db(size, embedder, rebuild=False)
         took: dict[str, list[dict[str, float]]] = {"base": [], "this": []}
         for i in range(runs):
-            order = [("base", base), ("this", ROOT)]
-            for name, tree in order if i % 2 else order[::-1]:
+            order = [("base", base, base_url or url), ("this", ROOT, url)]
+            for name, tree, where in order if i % 2 else order[::-1]:
                 out = subprocess.run(
-                    [sys.executable, str(ROOT / "bench" / "hub_query_worker.py"), url,
+                    [sys.executable, str(ROOT / "bench" / "hub_query_worker.py"), where,
                      f"bench-{size}", str(db), str(n)], env=bench_env(PYTHONPATH=str(tree)),
                     capture_output=True, text=True, check=True, timeout=3600)
                 took[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+                took[name][-1]["load1"] = round(os.getloadavg()[0], 1)  # at the run's end
                 print(f"  {size} run {i + 1} {name}: {took[name][-1]}", file=sys.stderr)
         results["runs"][size] = took  # type: ignore[index]
         for name, rs in took.items():
@@ -152,12 +157,13 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument("--url", help="a running hub whose bench-SIZE spaces are filled")
     parser.add_argument("--base", type=Path, help="an old checkout to time beside this one")
+    parser.add_argument("--base-url", help="the old checkout's own hub (default: --url)")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     embedder = make_embedder()
     if args.url and args.base:
         side_by_side(args.url, args.base, args.sizes, args.runs, args.queries, embedder,
-                     args.json)
+                     args.json, args.base_url)
         return
     folder = Path(tempfile.mkdtemp(prefix="lore-bench-hub-"))
     server = dev.start(folder)

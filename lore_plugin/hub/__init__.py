@@ -11,7 +11,9 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     vectors      pgvector columns, HNSW search, the space's embedding model
     dates        the days a fragment's text names
     fragments    insert (redacted), get, resolve, update, supersede, delete
-    keywords     tsvector search on FTS5's scale, query-term statistics
+    term_counts  how many fragments hold each query term (idf), kept a minute
+    words_sql    the keyword search's narrow table and each lexeme's count, kept by triggers
+    keywords     tsvector search on FTS5's scale over the rarest terms' matches
     state        the memory state in its narrow table (migration 5): reads, writes, usefulness
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock

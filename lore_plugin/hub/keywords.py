@@ -6,43 +6,52 @@ FTS5's porter tokenizer stems). A match scores
 
     sum over the query's terms it holds of  idf(term) * ts_rank(tsv, term, 1)
 
-idf being FTS5's own (recall/fusion.idf) from the term's document count in the space, and
-ts_rank's normalisation 1 dividing by the log of the document length (the space's row
-count, idf's N, is re-read at most once a minute, as are term_statistics' counts), with the summary
-weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0) weighs them. That is
-BM25's shape (rare words count more, repeats saturate, long texts count less). Like FTS5's
-bm25 the score is returned negated (lower is better), and fusion divides a query's scores
-by the best of them, so both backends' keyword evidence lies in 0..1 before it is fused."""
+idf being FTS5's own (recall/fusion.idf) from the term's document count in the space
+(term_counts.py: the space's row count, idf's N, is re-read at most once a minute, a term's
+count once a second), and ts_rank's normalisation 1 dividing by the log of the document
+length, with the summary weighted A (1.0) and the content B (0.5), as FTS5's bm25(2.0, 1.0)
+weighs them.
+That is BM25's shape (rare words count more, repeats saturate, long texts count less). Like
+FTS5's bm25 the score is returned negated (lower is better), and fusion divides a query's
+scores by the best of them, so both backends' keyword evidence lies in 0..1 before it is fused.
+
+The matches are read from `fragment_words` (words_sql.py: the space, id and tsvector of each
+fragment, about 300 bytes a row against the 2.3 KB of a `fragments` row with its vector), and
+only those of the query's rarest terms (driving_terms): reading every match of every term
+made a query's cost grow with the space (issue 28)."""
 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 
 from ..core.types import Fragment
 from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
-from .connection import HubConnection
+from .term_counts import TermCounts
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
-ROWS_TTL = 60.0  # seconds a space's row count (idf's N) is reused: it moves slowly
-# A term's document count moves as slowly, and counting it visits every row holding it (300
-# ms a query at 100K): kept as long as N, for this many terms at most.
-TERMS_KEPT = 5000
-# One pass over the matches: each (term, fragment) with its rank, read once (MATERIALIZED),
-# and each term's document count from the same rows. The count is a GROUP BY, not a window
-# over the matches: the window sorted every match with its tsvector, which spilled to disk
-# at 100K (an external merge of 7 MB for a 4-word query). Equal scores (the same text in
-# several fragments) are ordered by id: which of them made the cut used to be the plan's.
+# The candidates are the fragments holding one of the query's rarest terms, as many terms as
+# hold this many matches together (at least the rarest one). Each candidate is then scored on
+# every term of the query, so its score is exactly the full search's; what is left out is a
+# fragment that holds only the query's common terms, once its rare ones hold this many
+# matches. Below it (every query of a small space) the search is the full one.
+DRIVE_BUDGET = 10000
+_COLUMNS = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
+                     for c in FRAGMENT_NUMBERS.split(", "))
+# The candidates' rows are read once (MATERIALIZED, with their tsvector), by one bitmap scan
+# of the driving terms' OR; each is ranked on every term it holds, with the terms' document
+# counts given, in a subquery per candidate (a join and GROUP BY sorted every pair by id).
+# Equal scores (the same text in several fragments) are ordered by id.
 _SEARCH = (
-    "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q "
-    "FROM unnest(%(t)s::text[]) AS t), "
-    "m AS MATERIALIZED (SELECT w.t, f.id, ts_rank('{0.1, 0.2, 0.5, 1.0}', f.tsv, w.q, 1) AS r "
-    "FROM w JOIN fragments f ON f.space = %(s)s AND f.tsv @@ w.q WHERE numnode(w.q) > 0), "
-    "d AS (SELECT t, count(*)::float8 AS docs FROM m GROUP BY t), "
-    "h AS (SELECT m.id, sum(greatest(ln((%(n)s::float8 - d.docs + 0.5) / (d.docs + 0.5)), "
-    "1e-6) * m.r) AS score FROM m JOIN d ON d.t = m.t GROUP BY m.id ORDER BY score DESC, "
-    "m.id LIMIT %(k)s) ")
+    "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q, d "
+    "FROM unnest(%(t)s::text[], %(d)s::float8[]) AS x(t, d)), "
+    "c AS MATERIALIZED (SELECT f.id, f.tsv FROM fragment_words f WHERE f.space = %(s)s "
+    "AND f.tsv @@ ({drive})), "
+    "h AS (SELECT c.id, (SELECT sum(greatest(ln((%(n)s::float8 - w.d + 0.5) / (w.d + 0.5)), "
+    "1e-6) * ts_rank('{{0.1, 0.2, 0.5, 1.0}}', c.tsv, w.q, 1)) FROM w WHERE numnode(w.q) > 0 "
+    "AND c.tsv @@ w.q) AS score FROM c ORDER BY score DESC, c.id LIMIT %(k)s) "
+    "SELECT " + _COLUMNS + ", tsvector_to_array(c.tsv), h.score FROM h JOIN c ON c.id = h.id "
+    "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC, h.id")
 
 
 def fts_terms(match: str) -> list[str]:
@@ -50,7 +59,21 @@ def fts_terms(match: str) -> list[str]:
     return [t.replace('""', '"') for t in _QUOTED.findall(match) if t.strip()]
 
 
-class Keywords(HubConnection):
+def driving_terms(docs: dict[str, int], budget: int) -> list[str]:
+    """The rarest terms that some fragment holds, as many as hold `budget` matches together,
+    and at least the rarest one (ties in the query's order)."""
+    held = sorted((t for t in docs if docs[t] > 0), key=docs.__getitem__)
+    chosen: list[str] = []
+    total = 0
+    for term in held:
+        if chosen and total + docs[term] > budget:
+            break
+        chosen.append(term)
+        total += docs[term]
+    return chosen
+
+
+class Keywords(TermCounts):
     def keyword_search(self, match: str, limit: int) -> list[tuple[Fragment, float]]:
         """(fragment without text or parent, negated score) best first."""
         return self.keyword_search_tokens(match, limit)[0]
@@ -60,54 +83,23 @@ class Keywords(HubConnection):
         """keyword_search, and each match's fragment_tokens read along in the same round
         trip (the engine measures the query's coverage on the best of them)."""
         terms = fts_terms(match)
-        if not terms:
-            return [], {}
-        columns = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
-                            for c in FRAGMENT_NUMBERS.split(", "))
-        rows = self._all(
-            _SEARCH + "SELECT " + columns + ", tsvector_to_array(f.tsv), h.score FROM h "
-            "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC, h.id",
-            {"t": terms, "s": self.space, "k": limit, "n": self._row_count()})
+        docs = self.phrase_counts(terms)
+        drive = driving_terms(docs, DRIVE_BUDGET)
+        if not drive:
+            return [], {}  # no fragment holds any term
+        # One phrase query per driving term, OR-ed: the terms are parameters, never SQL.
+        either = " || ".join(f"phraseto_tsquery('english', %(v{i})s)" for i in range(len(drive)))
+        params = {"t": terms, "d": [float(docs.get(t, 0)) for t in terms], "s": self.space,
+                  "k": limit, "n": self._row_count(),
+                  **{f"v{i}": t for i, t in enumerate(drive)}}
+        rows = self._all(_SEARCH.format(drive=either), params)
         return ([(row_to_fragment(r), -float(r[-1])) for r in rows],
                 {r[0]: frozenset(r[-2]) for r in rows})
-
-    def _row_count(self) -> int:
-        """Fragments in the space, re-counted at most every ROWS_TTL seconds."""
-        now = time.monotonic()
-        known = getattr(self, "_rows", None)
-        if known is None or now - known[1] > ROWS_TTL:
-            known = (int(self._one("SELECT count(*) FROM fragments WHERE space = %s",
-                                   (self.space,))), now)
-            self._rows = known
-        return int(known[0])
-
-    def term_statistics(self, terms: Sequence[str]
-                        ) -> tuple[int, dict[str, tuple[frozenset[str], int]]]:
-        """(rows in the space, {term: (its lexemes, rows holding its rarest lexeme)})."""
-        if not terms:
-            return 0, {}
-        now = time.monotonic()
-        known: dict[str, tuple[float, frozenset[str], int]] = getattr(self, "_terms", {})
-        if len(known) > TERMS_KEPT:
-            known = {}
-        self._terms = known
-        asked = [t for t in dict.fromkeys(terms)
-                 if t not in known or now - known[t][0] > ROWS_TTL]
-        if asked:
-            for t, lex, docs in self._all(
-                    "WITH t AS (SELECT t, array(SELECT lexeme FROM unnest(to_tsvector("
-                    "'english', t))) AS lex FROM unnest(%(t)s::text[]) AS t) "
-                    "SELECT t.t, t.lex, (SELECT min((SELECT count(*) FROM fragments f WHERE "
-                    "f.space = %(s)s AND f.tsv @@ quote_literal(x)::tsquery)) FROM "
-                    "unnest(t.lex) AS x) FROM t", {"t": asked, "s": self.space}):
-                known[t] = (now, frozenset(lex), int(docs or 0))
-        return self._row_count(), {t: (known[t][1], known[t][2]) for t in terms
-                                   if t in known and known[t][1]}
 
     def fragment_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """The distinct lexemes of each fragment's summary and content."""
         if not ids:
             return {}
         return {r[0]: frozenset(r[1]) for r in self._all(
-            "SELECT id, tsvector_to_array(tsv) FROM fragments WHERE space = %s AND id = ANY(%s)",
-            (self.space, list(ids)))}
+            "SELECT id, tsvector_to_array(tsv) FROM fragment_words WHERE space = %s "
+            "AND id = ANY(%s)", (self.space, list(ids)))}

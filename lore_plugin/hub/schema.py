@@ -12,6 +12,7 @@ from .access_sql import MIGRATION as TEAM_ACCESS
 from .correct_sql import MIGRATION as TEAM_CORRECT
 from .forget_sql import MIGRATION as TEAM_FORGET
 from .state_sql import MIGRATION as MEMORY_STATE
+from .words_sql import MIGRATION as KEYWORD_TABLE
 
 VERSION_TABLE = "lore_schema"
 MIGRATE_LOCK = 0x4C4F5245_0001  # pg_advisory_xact_lock key: "LORE", schema migrations
@@ -165,6 +166,8 @@ MIGRATIONS: list[str] = [
     TEAM_CORRECT,
     # 5: the memory state recall and consolidation rewrite, in a narrow table of its own
     MEMORY_STATE,
+    # 6: the keyword search's narrow table and each lexeme's document count, kept by triggers
+    KEYWORD_TABLE,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

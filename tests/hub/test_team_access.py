@@ -22,10 +22,13 @@ from lore_plugin.hub.access_sql import OWN_ROWS, SHARED
 from lore_plugin.hub.correct_sql import TABLE as CORRECTIONS
 from lore_plugin.hub.errors import HubAccessDenied
 from lore_plugin.hub.state_sql import TABLE as STATE
+from lore_plugin.hub.words_sql import COUNTS
+from lore_plugin.hub.words_sql import TABLE as WORDS
 from lore_plugin.recall.memory import Memory
 from tests.hub.team_roles import TeamHub, make_team
 
-TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, "spaces", "space_members")
+TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, "spaces",
+          "space_members")
 FACT = "Deploys of the billing service go through the release train on Tuesdays."
 
 
@@ -91,6 +94,8 @@ INSERTS = {
                  "output_tokens) VALUES (%s, 'm', 1, 'p', 'm', 1, 1)",
     "curation_journal": "INSERT INTO curation_journal (space, at, action, fragment_id, label) "
                         "VALUES (%s, 1, 'a', 'f', 'l')",
+    WORDS: "INSERT INTO fragment_words (space, id, tsv) VALUES (%s, 'f00d', 'x')",
+    COUNTS: "INSERT INTO lexeme_counts (space, lexeme, change) VALUES (%s, 'x', 1)",
     CORRECTIONS: "INSERT INTO supersessions (space, old_id, new_id) VALUES (%s, 'a', 'b')",
     STATE: "INSERT INTO fragment_state (space, id, decay_rate, last_accessed, last_reinforced, "
            "relevance_score) VALUES (%s, 'f00d', 0.1, 1, 1, 1)",
@@ -99,12 +104,12 @@ INSERTS = {
                      "VALUES (%s, current_user::regrole, 'owner')",
 }
 UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE)}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS)}
 UPDATES[STATE] = "UPDATE fragment_state SET relevance_score = 9, returned = 9 WHERE space = %s"
 UPDATES["spaces"] = "UPDATE spaces SET embed_model = 'other' WHERE name = %s"
 UPDATES["space_members"] = "UPDATE space_members SET level = 'owner' WHERE space = %s"
 DELETES = {t: f"DELETE FROM {t} WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, "space_members")}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, "space_members")}
 DELETES["spaces"] = "DELETE FROM spaces WHERE name = %s"
 
 
@@ -204,6 +209,8 @@ def test_the_outsider_writes_nothing_through_plain_sql(team: TeamHub) -> None:
     own_fragment = mine.insert(NewFragment(content="mine", summary="mine", depth=0), time.time())
     mine.close()
     with team.sql("outsider") as sql:
+        # Folding a space's lexeme counts is for its readers: for anyone else, nothing.
+        sql.execute("SELECT lore_fold_lexemes(%s, ARRAY['bill', 'deploy'])", (team.space,))
         for table, insert in INSERTS.items():
             _refused(sql, insert, team.space, table)
         for table in TABLES:
