@@ -14,7 +14,8 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     term_counts  how many fragments hold each query term (idf), kept a minute
     words_sql    the keyword search's narrow table and each lexeme's count, kept by triggers
     keywords     tsvector search on FTS5's scale over the rarest terms' matches
-    state        the memory state in its narrow table (migration 5): reads, writes, usefulness
+    state        the memory state in its narrow table (migration 5): the join readers use,
+                 writes, usefulness
     bookkeeping  watermarks and failed batches per machine, meta, history
     ledger       the LLM token ledger, the curation journal, the advisory lock
     corrections  a team space's record of supersessions (both authors), and their undo
@@ -39,8 +40,8 @@ from .errors import (
     UnknownSpace,
 )
 from .forgetting import Forgetting
+from .keywords import Keywords
 from .ledger import Ledger
-from .state import StateKeywords
 from .team_reads import TeamReads
 from .transfer import Transfer
 from .upkeep import Upkeep
@@ -50,7 +51,7 @@ __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnava
            "read_only_url"]
 
 
-class HubStore(Transfer, StateKeywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
+class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
                Forgetting):
     # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28)
     """One space of a hub, through a small connection pool (see the modules)."""

@@ -18,7 +18,9 @@ scores by the best of them, so both backends' keyword evidence lies in 0..1 befo
 The matches are read from `fragment_words` (words_sql.py: the space, id and tsvector of each
 fragment, about 300 bytes a row against the 2.3 KB of a `fragments` row with its vector), and
 only those of the query's rarest terms (driving_terms): reading every match of every term
-made a query's cost grow with the space (issue 28)."""
+made a query's cost grow with the space (issue 28). Each row's memory state (recall blends a
+keyword-only hit's relevance score into its rank) comes from fragment_state, joined in the
+same statement (state.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 
 from ..core.types import Fragment
 from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
+from .state import STATE_JOIN, joined
 from .term_counts import TermCounts
 
 _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
@@ -36,8 +39,6 @@ _QUOTED = re.compile(r'"((?:[^"]|"")*)"')
 # fragment that holds only the query's common terms, once its rare ones hold this many
 # matches. Below it (every query of a small space) the search is the full one.
 DRIVE_BUDGET = 10000
-_COLUMNS = ", ".join(f"f.{c}" if c not in ("''", "NULL") else c
-                     for c in FRAGMENT_NUMBERS.split(", "))
 # The candidates' rows are read once (MATERIALIZED, with their tsvector), by one bitmap scan
 # of the driving terms' OR; each is ranked on every term it holds, with the terms' document
 # counts given, in a subquery per candidate (a join and GROUP BY sorted every pair by id).
@@ -50,8 +51,9 @@ _SEARCH = (
     "h AS (SELECT c.id, (SELECT sum(greatest(ln((%(n)s::float8 - w.d + 0.5) / (w.d + 0.5)), "
     "1e-6) * ts_rank('{{0.1, 0.2, 0.5, 1.0}}', c.tsv, w.q, 1)) FROM w WHERE numnode(w.q) > 0 "
     "AND c.tsv @@ w.q) AS score FROM c ORDER BY score DESC, c.id LIMIT %(k)s) "
-    "SELECT " + _COLUMNS + ", tsvector_to_array(c.tsv), h.score FROM h JOIN c ON c.id = h.id "
-    "JOIN fragments f ON f.space = %(s)s AND f.id = h.id ORDER BY h.score DESC, h.id")
+    "SELECT " + joined(FRAGMENT_NUMBERS) + ", tsvector_to_array(c.tsv), h.score "
+    "FROM h JOIN c ON c.id = h.id JOIN fragments f ON f.space = %(s)s AND f.id = h.id "
+    + STATE_JOIN + " ORDER BY h.score DESC, h.id")
 
 
 def fts_terms(match: str) -> list[str]:

@@ -1,22 +1,18 @@
 """A fragment's memory state on the hub, from the narrow `fragment_state` table (migration 5,
 state_sql.py): how readers take it (a column list of `fragments f` with the state columns
-read from `fragment_state s`), how recall and the usefulness loop write it, and the keyword
-search's rows brought up to date.
+read from `fragment_state s`), and how recall and the usefulness loop write it.
 
 Same names and meaning as the SQLite store's save_memory_states (store/fragments.py),
 record_recall_use and recall_use (store/loops.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from collections.abc import Sequence
 
 from ..core.relevance import MemoryState
-from ..core.types import Fragment
 from .connection import HubConnection
-from .keywords import Keywords
 from .state_sql import STATE
 
 # Joined on the primary key of both. LEFT and coalesce: a fragment shows its born state
@@ -93,34 +89,3 @@ class MemoryStates(HubConnection):
         rows = self._all("SELECT returned, used, ignored_streak FROM fragment_state WHERE "
                          "space = %s AND id = %s", (self.space, fid))
         return (0, 0, 0) if not rows else (int(rows[0][0]), int(rows[0][1]), int(rows[0][2]))
-
-    def memory_states(self, ids: Sequence[str]) -> dict[str, tuple[int, float, float, float,
-                                                                   float]]:
-        """id -> the STATE columns' current values, in STATE's order."""
-        if not ids:
-            return {}
-        return {r[0]: tuple(r[1:]) for r in self._all(  # type: ignore[misc]
-            f"SELECT id, {', '.join(STATE)} FROM fragment_state WHERE space = %s AND "
-            "id = ANY(%s)", (self.space, list(ids)))}
-
-
-class StateKeywords(Keywords, MemoryStates):
-    """The keyword search (keywords.py, ranking untouched) with each row's memory state
-    brought up from fragment_state: keywords.py still reads the born state from `fragments`,
-    and recall blends the relevance score of a keyword-only hit into its rank. One more
-    round trip, on the keyword thread, while the query is being embedded.
-    TODO(keywords owner): read `s.` columns through STATE_JOIN in keywords.py's last SELECT
-    and this class goes."""
-
-    def keyword_search_tokens(self, match: str, limit: int
-                              ) -> tuple[list[tuple[Fragment, float]], dict[str, frozenset[str]]]:
-        found, tokens = super().keyword_search_tokens(match, limit)
-        current = self.memory_states([f.id for f, _ in found])
-        return ([(_with_state(f, current.get(f.id)), score) for f, score in found], tokens)
-
-
-def _with_state(fragment: Fragment, state: tuple[int, float, float, float, float] | None
-                ) -> Fragment:
-    if state is None:
-        return fragment
-    return dataclasses.replace(fragment, **dict(zip(STATE, state)))  # type: ignore[arg-type]
