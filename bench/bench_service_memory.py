@@ -165,21 +165,30 @@ def answer_ids(answer: object) -> list[str]:
     return re.findall(r"\b[0-9a-f]{32}\b", json.dumps(answer))[:10]
 
 
-def trace(code: Path, db: Path, snapshot: bool = True) -> dict:
-    with tempfile.TemporaryDirectory(prefix="lore-svcmem-") as work:
+def in_child(code: Path, db: Path, snapshot: bool, prefix: str, mode: str, *extra: str,
+             service: bool = False) -> dict:
+    """This script run as `mode` (--trace-child, --steps-child) in a fresh process on a copy
+    of the database (and its snapshot, when asked), under `code`; its last line of JSON."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as work:
         copy = Path(work) / "memory.db"
         shutil.copy(db, copy)
         snap = db.with_name(f"{db.name}-vectors")
         if snapshot and snap.exists():
             shutil.copy(snap, copy.with_name(f"{copy.name}-vectors"))
         env = {**os.environ, "PYTHONPATH": str(code), "LORE_HOME": str(Path(work) / "home"),
-               "LORE_DB_PATH": str(copy), "LORE_SERVICE": "on", "LORE_NO_DOWNLOAD": "1"}
-        done = subprocess.run([sys.executable, __file__, "--trace-child", str(copy), work,
-                               "snapshot" if snapshot else "sqlite"],
+               "LORE_DB_PATH": str(copy), "LORE_NO_DOWNLOAD": "1"}
+        if service:
+            env["LORE_SERVICE"] = "on"
+        done = subprocess.run([sys.executable, __file__, mode, str(copy), work,
+                               "snapshot" if snapshot else "sqlite", *extra],
                               env=env, cwd=work, capture_output=True, text=True, timeout=1800)
         if done.returncode:
             raise SystemExit(done.stderr[-3000:])
         return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def trace(code: Path, db: Path, snapshot: bool = True) -> dict:
+    return in_child(code, db, snapshot, "lore-svcmem-", "--trace-child", service=True)
 
 
 def reset_peak() -> None:
@@ -423,21 +432,8 @@ def ort_settings(runs: int) -> dict:
 
 
 def steps(code: Path, db: Path, snapshot: bool, traced: bool) -> dict:
-    with tempfile.TemporaryDirectory(prefix="lore-svcsteps-") as work:
-        copy = Path(work) / "memory.db"
-        shutil.copy(db, copy)
-        snap = db.with_name(f"{db.name}-vectors")
-        if snapshot and snap.exists():
-            shutil.copy(snap, copy.with_name(f"{copy.name}-vectors"))
-        env = {**os.environ, "PYTHONPATH": str(code), "LORE_HOME": str(Path(work) / "home"),
-               "LORE_DB_PATH": str(copy), "LORE_NO_DOWNLOAD": "1"}
-        done = subprocess.run([sys.executable, __file__, "--steps-child", str(copy), work,
-                               "snapshot" if snapshot else "sqlite",
-                               "traced" if traced else "plain"],
-                              env=env, cwd=work, capture_output=True, text=True, timeout=1800)
-        if done.returncode:
-            raise SystemExit(done.stderr[-3000:])
-        return json.loads(done.stdout.strip().splitlines()[-1])
+    return in_child(code, db, snapshot, "lore-svcsteps-", "--steps-child",
+                    "traced" if traced else "plain")
 
 
 def main() -> None:
