@@ -70,13 +70,11 @@ def paths(store: Store, frags: list[Fragment],
 def rare_expression(store: Store, prompt: str, most: int = RARE_TERMS) -> str | None:
     """An FTS5 OR of the prompt's `most` rarest terms that the memory holds at all (a term no
     row holds finds nothing); None when it holds none."""
-    from .terms import keyword_terms
+    from .terms import keyword_terms, quoted_or
 
     _, stats = store.term_statistics(keyword_terms(prompt))
     held = sorted((n, term) for term, (_, n) in stats.items() if n > 0)
-    if not held:
-        return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for _, t in held[:most])
+    return quoted_or([t for _, t in held[:most]]) if held else None
 
 
 def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDATES,

@@ -37,8 +37,11 @@ def fts_expression(text: str) -> str | None:
     """An OR of quoted terms. Quoting keeps identifiers like ERR_7731 or v2.1 as phrases and
     makes any user text safe to hand to MATCH."""
     terms = keyword_terms(text)
-    if not terms:
-        return None
+    return quoted_or(terms) if terms else None
+
+
+def quoted_or(terms: list[str]) -> str:
+    """Terms as an FTS5 OR of quoted phrases (a quote inside a term doubled)."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
