@@ -1,0 +1,53 @@
+"""Which of a prompt's candidate answers were stored in the time it asks about (issue 30):
+"what happened on 2025-01-10?", "what did we work on in early January?", "what did we do
+last week?". Such a prompt names the time and little else, so no note holds its words and
+the evidence silences it; the notes stored then are its answers. prompt_candidates marks
+them (Candidate.dated) and the judge gives them, at most three in search's order, when
+nothing else passes (prompt_judge.judge). Search has already put the notes of that time
+first (it weighs a named time: recall/memory.py).
+
+Only a time that is over: "what's the weather today?" or "what's up this week?" names a
+time and little else too, and in a memory filled this week every note was stored then."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.timeparse import DAY, MAX_WRITTEN_DAYS
+from .prompt_evidence import with_coverage
+from .prompt_judge import MIN_AGREEMENT
+from .terms import keyword_terms
+
+TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
+if TYPE_CHECKING:
+    from ..core.timeparse import TimeWindow
+    from ..store import Store
+    from .prompt_evidence import Candidate
+
+DAY_SPAN = 36 * 3600  # a prompt's named time this short is a day (a DST day has 25 hours)
+OTHER_TERMS = 2  # a prompt about a time names at most this many other terms
+PERIOD_SPAN = MAX_WRITTEN_DAYS * DAY  # the longest period whose notes answer: a quarter
+
+
+def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Candidate],
+         ancestry: dict[str, list[str]]) -> list[Candidate]:
+    """The candidates, those stored in the window `text` names marked `dated`:
+    - only when the time is over, and at most a quarter (a year holds anything);
+    - only when the prompt names at most OTHER_TERMS other terms: then its words say what it
+      asks, and the evidence judges that;
+    - a day: all its candidates; a longer period (a week, a month, a quarter) holds many
+      notes, and only the prompt's other words, if it has any, tell which of them it asks
+      about: those that hold MIN_AGREEMENT of them (with their branch, as the judge reads
+      coverage), the time's own words left out (a heading that names the month holds them).
+    `ancestry`: each candidate's ancestor ids (prompt_candidates.chains)."""
+    span = window.end - window.start
+    words = window.strip(text)
+    others = len(keyword_terms(words))
+    if window.end > now or span > PERIOD_SPAN or others > OTHER_TERMS:
+        return found
+    inside = [c for c in found if window.start <= c.fragment.created_at < window.end]
+    if span > DAY_SPAN and others and inside:
+        agree = {c.fragment.id: c.coverage for c in with_coverage(store, words, inside, ancestry)}
+        inside = [c for c in inside if agree[c.fragment.id] >= MIN_AGREEMENT]
+    marked = {c.fragment.id for c in inside}
+    return [replace(c, dated=True) if c.fragment.id in marked else c for c in found]
