@@ -146,3 +146,43 @@ def test_a_prompt_that_names_today_is_not_answered_by_todays_notes(diary, clock)
     got = prompt_recall.answer(mem, {"prompt": "what happened yesterday?", "seen": []},
                                warm=True)
     assert got["ids"], "yesterday is over: its notes answer"
+
+
+# A conversation: the question's words are in one turn, its answer in the reply after it.
+CHAT = ["Lee: Did you see the football game last night?",
+        "Dana: No, I was busy repainting the kitchen walls.",
+        "Lee: What dish did you cook for the book club dinner?",
+        "Dana: A spinach lasagna with three cheeses; everyone loved it.",
+        "Lee: My cat knocked a vase off the shelf this morning.",
+        "Dana: Oh no, is the cat alright?"]
+
+
+@pytest.fixture()
+def chat(isolated_home: Path, embedder, clock):
+    """The turns under one topic, chained in the order they came by temporal edges, as
+    capture chains siblings (capture/linking.temporal_edges)."""
+    mem = Memory(isolated_home / "chat.db", embedder, clock=clock)
+    top = mem.store("Chats between Dana and Lee", "Dana and Lee", depth=0, source="user").id
+    ids = [mem.store(text, text, parent_id=top, depth=1, source="user").id for text in CHAT]
+    for earlier, later in zip(ids, ids[1:]):
+        mem.writer.link(earlier, later, "temporal", 1.0, clock())
+    yield mem, ids
+    mem.close()
+
+
+def test_the_turns_next_to_a_hit_join_the_candidates_after_the_others(chat):
+    """With one search hit (the question), the reply that answers it is a candidate only as
+    the hit's neighbour in time; the turns further away are not."""
+    mem, ids = chat
+    prompt = "What dish did Dana cook for the book club dinner?"
+    alone = prompt_candidates.candidates(mem, prompt, set(), limit=1, rare_hits=0,
+                                         neighbours_of=0)
+    assert alone is not None and [c.fragment.id for c in alone] == [ids[2]]
+    found = prompt_candidates.candidates(mem, prompt, set(), limit=1, rare_hits=0)
+    assert found is not None
+    assert found[0].fragment.id == ids[2]
+    assert {c.fragment.id for c in found[1:]} == {ids[1], ids[3]}
+    reply = next(c for c in found if c.fragment.id == ids[3])
+    assert reply.rank > found[0].rank and reply.cosine > 0 and reply.own > 0
+    seen = prompt_candidates.candidates(mem, prompt, {ids[3]}, limit=1, rare_hits=0)
+    assert seen is not None and ids[3] not in {c.fragment.id for c in seen}

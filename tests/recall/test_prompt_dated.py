@@ -1,0 +1,88 @@
+"""A prompt about a time that is over gets the notes stored then (recall/prompt_dated.py,
+issue 30): a day, and a longer period (a week, a month, a quarter) whose notes agree with
+the prompt's other words. A time not yet over gets nothing from this rule. A real SQLite file
+and the real MiniLM model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.recall import prompt_candidates, prompt_recall
+from lore_plugin.recall.memory import Memory
+
+# Thursday 16 January 2025; "last week" is Monday 6 to Sunday 12 January.
+THURSDAY = datetime(2025, 1, 16, 9, tzinfo=UTC).timestamp()
+NOTES = [(7, "Moved the invoice job to the new queue."),
+         (9, "Paired with Dana on the refund flow."),
+         (10, "Upgraded the payments SDK to version 4."),
+         (14, "Wrote the runbook for the failed card retries."),
+         (15, "Reviewed the tax rounding change with Priya.")]
+
+
+def ask(mem: Memory, prompt: str) -> list[str]:
+    return prompt_recall.answer(mem, {"prompt": prompt, "seen": []}, warm=True)["ids"]
+
+
+@pytest.fixture()
+def weeks(isolated_home: Path, embedder, clock):
+    """Project notes stored over two weeks (UTC): three last week, two this week."""
+    mem = Memory(isolated_home / "weeks.db", embedder, clock=clock, tz=UTC)
+    top = mem.store("Work on the billing service", "Billing service", depth=0,
+                    source="user").id
+    ids = {}
+    for day, text in NOTES:
+        clock.now = datetime(2025, 1, day, 15, tzinfo=UTC).timestamp()
+        ids[day] = mem.store(text, text, parent_id=top, depth=1, source="user").id
+    clock.now = THURSDAY
+    yield mem, ids
+    mem.close()
+
+
+def test_a_prompt_about_last_week_gets_last_weeks_notes(weeks):
+    """No note holds "work", so no answer passes the evidence; last week is the question."""
+    mem, ids = weeks
+    assert set(ask(mem, "what did we work on last week?")) == {ids[7], ids[9], ids[10]}
+
+
+def test_of_a_periods_notes_only_those_holding_the_prompts_other_words_are_its_answers(weeks):
+    """A week holds many notes: "payments" says which one of last week's is asked about."""
+    mem, ids = weeks
+    found = prompt_candidates.candidates(mem, "anything on payments last week?", set())
+    assert found is not None
+    assert {c.fragment.id for c in found if c.dated} == {ids[10]}
+
+
+def test_this_week_is_not_over_so_a_memory_filled_this_week_gives_nothing(weeks, clock):
+    """"what's up this week?" names a time and nothing else; it is most often not about
+    memory, and every note of a memory filled this week was stored in it."""
+    mem, _ = weeks
+    clock.now = datetime(2025, 1, 16, 18, tzinfo=UTC).timestamp()
+    for prompt in ("what's up this week?", "what did we do this week?",
+                   "what happened this month?", "what did we work on in the past 2 weeks?"):
+        assert ask(mem, prompt) == [], prompt
+        found = prompt_candidates.candidates(mem, prompt, set())
+        assert found is not None and not any(c.dated for c in found), prompt
+
+
+def test_a_period_longer_than_a_quarter_or_a_prompt_that_asks_more_gets_nothing(weeks, clock):
+    mem, _ = weeks
+    clock.now = datetime(2026, 3, 1, tzinfo=UTC).timestamp()  # 2025 is over
+    for prompt in ("what did we do in 2025?",
+                   "how do I configure kubernetes ingress rewrites last january?"):
+        assert ask(mem, prompt) == [], prompt
+
+
+def test_a_month_that_is_over_marks_its_notes_and_another_month_none(weeks, clock):
+    """All five notes hold "billing" with their branch."""
+    mem, ids = weeks
+    clock.now = datetime(2025, 3, 3, tzinfo=UTC).timestamp()
+
+    def dated(prompt: str) -> set[str]:
+        found = prompt_candidates.candidates(mem, prompt, set())
+        assert found is not None
+        return {c.fragment.id for c in found if c.dated}
+    assert dated("what did we do on billing in January 2025?") == set(ids.values())
+    assert dated("what did we do on billing in February 2025?") == set()
