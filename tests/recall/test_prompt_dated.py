@@ -86,3 +86,13 @@ def test_a_month_that_is_over_marks_its_notes_and_another_month_none(weeks, cloc
         return {c.fragment.id for c in found if c.dated}
     assert dated("what did we do on billing in January 2025?") == set(ids.values())
     assert dated("what did we do on billing in February 2025?") == set()
+
+
+def test_a_prompt_naming_more_than_two_other_terms_is_left_to_the_evidence(weeks):
+    """Its words say what it asks: the invoice note holds them all, yet the period does not
+    make it an answer (the evidence alone judges it)."""
+    mem, ids = weeks
+    found = prompt_candidates.candidates(mem, "billing invoice queue moves last week?", set())
+    assert found is not None and not any(c.dated for c in found)
+    fewer = prompt_candidates.candidates(mem, "invoice queue last week?", set())
+    assert fewer is not None and {c.fragment.id for c in fewer if c.dated} == {ids[7]}
