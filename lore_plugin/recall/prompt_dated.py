@@ -11,6 +11,7 @@ time and little else too, and in a memory filled this week every note was stored
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from ..core.timeparse import DAY, MAX_WRITTEN_DAYS
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 DAY_SPAN = 36 * 3600  # a prompt's named time this short is a day (a DST day has 25 hours)
 OTHER_TERMS = 2  # a prompt about a time names at most this many other terms
 PERIOD_SPAN = MAX_WRITTEN_DAYS * DAY  # the longest period whose notes answer: a quarter
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]*")
 
 
 def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Candidate],
@@ -35,10 +37,12 @@ def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Ca
     - only when the time is over, and at most a quarter (a year holds anything);
     - only when the prompt names at most OTHER_TERMS other terms: then its words say what it
       asks, and the evidence judges that;
+    - not when those name something this memory does not know (_asked);
     - a day: all its candidates; a longer period (a week, a month, a quarter) holds many
-      notes, and only the prompt's other words, if it has any, tell which of them it asks
-      about: those that hold MIN_AGREEMENT of them (with their branch, as the judge reads
-      coverage), the time's own words left out (a heading that names the month holds them).
+      notes, and the prompt's other words that the memory holds, if any, tell which of them
+      it asks about: those that hold MIN_AGREEMENT of them (with their branch, as the judge
+      reads coverage), the time's own words left out (a heading that names the month holds
+      them).
     `ancestry`: each candidate's ancestor ids (prompt_candidates.chains)."""
     span = window.end - window.start
     words = window.strip(text)
@@ -46,8 +50,27 @@ def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Ca
     if window.end > now or span > PERIOD_SPAN or others > OTHER_TERMS:
         return found
     inside = [c for c in found if window.start <= c.fragment.created_at < window.end]
-    if span > DAY_SPAN and others and inside:
-        agree = {c.fragment.id: c.coverage for c in with_coverage(store, words, inside, ancestry)}
-        inside = [c for c in inside if agree[c.fragment.id] >= MIN_AGREEMENT]
+    if others and inside:
+        asked = _asked(store, words)
+        if asked is None:
+            return found
+        if asked and span > DAY_SPAN:
+            agree = {c.fragment.id: c.coverage
+                     for c in with_coverage(store, " ".join(asked), inside, ancestry)}
+            inside = [c for c in inside if agree[c.fragment.id] >= MIN_AGREEMENT]
     marked = {c.fragment.id for c in inside}
     return [replace(c, dated=True) if c.fragment.id in marked else c for c in found]
+
+
+def _asked(store: Store, words: str) -> list[str] | None:
+    """The prompt's words that tell which of a period's notes it asks about: those the memory
+    holds. One lowercase word no note holds is the question's own ("what happened in
+    March?", "activities in early April"), and says nothing about which note; a name no note
+    holds (a capitalised word), or two words, say that the prompt asks about something this
+    memory does not know (None: nothing is marked)."""
+    _, stats = store.term_statistics(keyword_terms(words))
+    unknown = [term for term, (_, n) in stats.items() if n == 0]
+    names = {t for raw in _CAPITALISED.findall(words) for t in keyword_terms(raw)}
+    if len(unknown) > 1 or names & set(unknown):
+        return None
+    return [term for term, (_, n) in stats.items() if n > 0]

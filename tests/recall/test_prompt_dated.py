@@ -96,3 +96,21 @@ def test_a_prompt_naming_more_than_two_other_terms_is_left_to_the_evidence(weeks
     assert found is not None and not any(c.dated for c in found)
     fewer = prompt_candidates.candidates(mem, "invoice queue last week?", set())
     assert fewer is not None and {c.fragment.id for c in fewer if c.dated} == {ids[7]}
+
+
+def test_one_word_no_note_holds_is_the_questions_own_a_name_or_two_words_are_not(weeks):
+    """"happened" is in no note: it says nothing about which of last week's notes is meant.
+    A name no note holds ("Tim"), or two unknown words, say the prompt is about something
+    else: a memory that never heard of Tim has nothing to say about his week."""
+    mem, ids = weeks
+    assert set(ask(mem, "what happened last week?")) == {ids[7], ids[9], ids[10]}
+    for prompt in ("what did Tim do last week?", "kubernetes ingress last week?"):
+        assert ask(mem, prompt) == [], prompt
+        found = prompt_candidates.candidates(mem, prompt, set())
+        assert found is not None and not any(c.dated for c in found), prompt
+
+
+def test_a_day_asked_about_someone_this_memory_never_heard_of_gets_nothing(weeks):
+    mem, ids = weeks
+    assert ask(mem, "what did Priya do on 2025-01-15?") == [ids[15]]
+    assert ask(mem, "what did Tim do on 2025-01-15?") == []
