@@ -63,7 +63,7 @@ def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Ca
 
 
 def _asked(store: Store, words: str) -> list[str] | None:
-    """The prompt's words that tell which of a period's notes it asks about: those the memory
+    """The prompt's words that tell which of the time's notes it asks about: those the memory
     holds. One lowercase word no note holds is the question's own ("what happened in
     March?", "activities in early April"), and says nothing about which note; a name no note
     holds (a capitalised word), or two words, say that the prompt asks about something this
