@@ -81,7 +81,7 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
                 gold = frozenset(by_key[k] for k in q.gold if k in by_key) if related \
                     else frozenset()
                 start = time.perf_counter()
-                found = pr.candidates(memory, q.text, set()) or []
+                found = pr.gather(memory, q.text, set()) or []
                 timings.append(time.perf_counter() - start)
                 wide = pr.candidates(memory, q.text, set(), limit=POOL, children=POOL_CHILDREN,
                                     rare_hits=POOL_RARE) or []
