@@ -71,18 +71,20 @@ def probability(c: Candidate, weights: Sequence[float] = WEIGHTS, bias: float = 
 
 def answered(found: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with each reply to a question among them (Candidate.follows,
-    prompt_replies.py) holding the better of its own evidence and its question's (search's
-    place too: search found the question for the prompt, and the reply with it), and each
-    question that has its reply here ranked as a note whose own text holds none of the
-    prompt's words: it asks what the prompt asks, its reply answers."""
+    prompt_replies.py) holding the better of its own keyword coverage and its question's,
+    and of their places in search's order (search found the question for the prompt, and
+    the reply with it), and each question that has its reply here ranked as a note whose own
+    text holds none of the prompt's words: it asks what the prompt asks, its reply answers.
+    The reply keeps its own
+    cosine: taking the question's too let more unrelated prompts through (bench/README.md)."""
     by_id = {c.fragment.id: c for c in found}
     asked = {c.follows for c in found if c.follows in by_id}
     out = []
     for c in found:
         q = by_id.get(c.follows)
         if q is not None:
-            c = replace(c, cosine=max(c.cosine, q.cosine), coverage=max(c.coverage, q.coverage),
-                        own=max(c.own, q.own), rank=min(c.rank, q.rank))
+            c = replace(c, coverage=max(c.coverage, q.coverage), own=max(c.own, q.own),
+                        rank=min(c.rank, q.rank))
         out.append(replace(c, own=0.0) if c.fragment.id in asked else c)
     return out
 

@@ -102,7 +102,7 @@ def test_a_reply_takes_the_better_of_its_own_and_its_questions_evidence():
                       own=0.1, rank=1, follows="q")
     other = replace(reply, fragment=_note("o", "We like the zoo."), follows="")
     q, r, o = prompt_judge.answered([question, reply, other])
-    assert (r.cosine, r.coverage, r.own, r.rank) == (0.6, 0.9, 0.8, 0)
+    assert (r.cosine, r.coverage, r.own, r.rank) == (0.5, 0.9, 0.8, 0)  # its own meaning
     assert q.own == 0.0 and q.coverage == 0.9  # still counts for the gate, not the order
     assert o == other
     assert prompt_judge.judge([question, reply, other])[0].id == "r"
