@@ -30,11 +30,9 @@ TURNS = [
 ]
 
 
-@pytest.fixture()
-def chat(isolated_home: Path, embedder, clock):
+def _fill(mem: Memory, clock) -> dict[str, str]:
     """Two people's chat, stored as capture stores a slice: topic › concept › turns, each
     turn chained to the next by a temporal edge."""
-    mem = Memory(isolated_home / "chat.db", embedder, clock=clock)
     top = mem.store("Chats between John and Maria", "John and Maria", depth=0,
                     source="user").id
     talk = mem.store("John and Maria talk about family, work and weekends",
@@ -44,7 +42,13 @@ def chat(isolated_home: Path, embedder, clock):
         ids[text] = mem.store(text, text, parent_id=talk, depth=2, source="user").id
     for earlier, later in zip(TURNS, TURNS[1:]):
         mem.writer.link(ids[earlier], ids[later], "temporal", 1.0, clock())
-    yield mem, ids
+    return ids
+
+
+@pytest.fixture()
+def chat(isolated_home: Path, embedder, clock):
+    mem = Memory(isolated_home / "chat.db", embedder, clock=clock)
+    yield mem, _fill(mem, clock)
     mem.close()
 
 
@@ -64,6 +68,18 @@ def test_the_reply_to_the_question_the_prompt_repeats_is_injected_first(chat):
     assert found[ids[REPLY]].follows == ids[QUESTION]
     got = ask(mem, "How often does John take his kids to the park?")
     assert got["ids"] and got["ids"][0] == ids[REPLY]
+
+
+def test_a_hub_space_answers_with_the_reply_too(hub_space, embedder, clock):
+    """The same chat in a hub space (PostgreSQL): its edges, vectors and keyword counts are
+    the hub's own."""
+    mem = Memory(hub_space, embedder, clock=clock)
+    try:
+        ids = _fill(mem, clock)
+        got = ask(mem, "How often does John take his kids to the park?")
+        assert got["ids"] and got["ids"][0] == ids[REPLY]
+    finally:
+        mem.close()
 
 
 def test_a_reply_search_did_not_bring_joins_right_after_its_question(chat):
