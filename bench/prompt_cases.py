@@ -36,7 +36,7 @@ class Case:
     related: bool
     half: str
     gold: frozenset[str]  # fragment ids that answer (empty when unrelated)
-    found: list[Candidate]  # the hook's candidates (prompt_recall.CANDIDATES search hits)
+    found: list[Candidate]  # the hook's candidates (prompt_recall.gather: replies included)
     words: list[Fragment]  # the keyword fallback's choice (no server answering)
     where: dict[str, str]  # the paths of everything above, as the hook shows them
     wide: list[Candidate] = field(default_factory=list)  # the same from the pool (POOL_*)
