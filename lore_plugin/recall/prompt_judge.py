@@ -15,6 +15,9 @@ particular words, and stays below the bar.
 - A prompt gets anything only when its best answer's evidence reaches MIN_EVIDENCE.
 - A prompt that asks about a day and names little else holds no note's words; the notes
   stored that day (Candidate.dated) are its answers when nothing else passes.
+- A note that asks what the prompt asks holds its words; the note after it answers
+  (prompt_replies.py). Such a reply is judged on the better of its own words and its
+  question's (answered()), and the question is ordered below it.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
   concept by its children closest to the prompt, which are judged on their own evidence.
 
