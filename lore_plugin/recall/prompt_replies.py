@@ -9,7 +9,7 @@ alone the question passes and its answer does not; search usually finds both (it
 activation lends the question's score to its neighbours), and the answer was left out by the
 agreement rule or ranked below the question and its look-alikes.
 
-So each candidate that asks (its text holds a "?") brings the note its temporal edge leads to,
+So each candidate that asks (a sentence of its text ends with "?") brings the note its temporal edge leads to,
 marked `follows` = the question's id: the judge (prompt_judge.answered) lets such a reply take
 the better of its own evidence and its question's, and ranks the question itself by its
 words in the branch only, since it asks and does not answer. A reply that search did not
@@ -19,6 +19,7 @@ A memory of facts stored as statements holds few questions, and there this chang
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from .prompt_candidates import MAX_PROMPT, chains, is_heading, paths
@@ -30,9 +31,15 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 
+# A question mark that closes a sentence: after a word (or a quote or bracket closing one)
+# and before a space, a closing quote or bracket, or the end. Not a URL's query string
+# ("/search?q=x") nor a conditional expression ("a ? b : c"), which a project's notes hold.
+_ASKS = re.compile(r"(?<=[\w\"')\]])\?+(?=[\s\"')\]]|$)")
+
+
 def asks(frag: Fragment) -> bool:
-    """Whether a note asks something: a question mark in its text."""
-    return "?" in frag.summary or "?" in frag.content
+    """Whether a note asks something: a sentence in its text ends with a question mark."""
+    return bool(_ASKS.search(frag.summary) or _ASKS.search(frag.content))
 
 
 def with_replies(memory: Memory, prompt: str, found: list[Candidate], seen: set[str]

@@ -123,3 +123,16 @@ def test_a_reply_takes_the_better_of_its_own_and_its_questions_evidence():
     assert o == other
     assert prompt_judge.judge([question, reply, other])[0].id == "r"
 
+
+
+@pytest.mark.parametrize(("text", "question"), [
+    ("Do you take your kids to the park often?", True),
+    ('She asked "why now?" and left.', True),
+    ("Is the build green?? It was red", True),
+    ("Docs at https://example.com/search?q=retries&page=2 list the flags.", False),
+    ("The guard reads `ready ? run() : wait()` on startup.", False),
+    ("Deploys happen on Thursdays.", False)])
+def test_a_note_asks_when_a_sentence_ends_with_a_question_mark(text, question):
+    """A project's notes hold URLs and code: a query string's or a conditional's "?" is no
+    question, and the note after such a note is not its answer."""
+    assert prompt_replies.asks(_note("n", text)) is question
