@@ -78,12 +78,16 @@ def test_a_hub_space_answers_with_the_reply_too(hub_space, embedder, clock):
         ids = _fill(mem, clock)
         got = ask(mem, "How often does John take his kids to the park?")
         assert got["ids"] and got["ids"][0] == ids[REPLY]
+        _reply_joins_after_its_question(mem, ids)
     finally:
         mem.close()
 
 
 def test_a_reply_search_did_not_bring_joins_right_after_its_question(chat):
-    mem, ids = chat
+    _reply_joins_after_its_question(*chat)
+
+
+def _reply_joins_after_its_question(mem: Memory, ids: dict[str, str]) -> None:
     prompt = "How often does John take his kids to the park?"
     found = [c for c in prompt_recall.candidates(mem, prompt, set()) or []
              if c.fragment.id != ids[REPLY]]
