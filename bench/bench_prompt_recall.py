@@ -20,8 +20,11 @@ The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tunin
 "before" is the rule until issue 30 (cosine ≥ 0.50, or ≥ 0.40 below a heading that reaches
 0.50, at most 4 answers, in search order); "first judge" is issue 30's first session's (the
 gate on fused evidence, answers by evidence); "after" is prompt_judge's (the same gate, the
-answers in its band ordered by the fitted model: fit_prompt_judge.py), with its constants
-varied around the chosen ones (the trade-off curve). The ceiling rows say how often a gold
+answers in its band ordered by the fitted model: fit_prompt_judge.py; a reply to a question
+among the candidates takes the question's words: prompt_replies.py), with its constants
+varied around the chosen ones (the trade-off curve). The hook's candidates are
+prompt_recall.gather's (the replies included); the pool's wider settings are
+prompt_candidates.candidates' alone. The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
 in wider settings read from the pool (VARIANTS: search hits, children of a matched heading,
 rare-word hits; prompt_cases.select), each also judged: no judge over these candidates can

@@ -40,7 +40,7 @@ def examples(cases: list[pc.Case], variant: tuple[int, int, int] | None = None
     for case in cases:
         found = case.found if variant is None else pc.select(case.wide, *variant)
         weight = biggest / per_dataset[case.dataset] / max(len(found), 1)
-        for c in found:
+        for c in pj.answered(found):
             xs.append(pj.features(c))
             ys.append(float(c.fragment.id in case.gold))
             ws.append(weight)

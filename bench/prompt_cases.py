@@ -36,7 +36,7 @@ class Case:
     related: bool
     half: str
     gold: frozenset[str]  # fragment ids that answer (empty when unrelated)
-    found: list[Candidate]  # the hook's candidates (prompt_recall.CANDIDATES search hits)
+    found: list[Candidate]  # the hook's candidates (prompt_recall.gather: replies included)
     words: list[Fragment]  # the keyword fallback's choice (no server answering)
     where: dict[str, str]  # the paths of everything above, as the hook shows them
     wide: list[Candidate] = field(default_factory=list)  # the same from the pool (POOL_*)
@@ -81,7 +81,7 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
                 gold = frozenset(by_key[k] for k in q.gold if k in by_key) if related \
                     else frozenset()
                 start = time.perf_counter()
-                found = pr.candidates(memory, q.text, set()) or []
+                found = pr.gather(memory, q.text, set()) or []
                 timings.append(time.perf_counter() - start)
                 wide = pr.candidates(memory, q.text, set(), limit=POOL, children=POOL_CHILDREN,
                                     rare_hits=POOL_RARE) or []

@@ -11,5 +11,6 @@
     prompt_recall  which fragments match a prompt strongly enough to inject
     prompt_evidence  each candidate answer's evidence: cosine, keyword coverage, rank, depth
     prompt_judge   the decision on that evidence: the answer, or silence
+    prompt_replies the note that answers a question a candidate asks: the one after it
     prompt_socket  the private socket on which a running server answers the per-prompt hook
     render         compact text for fragments, trees and topics"""

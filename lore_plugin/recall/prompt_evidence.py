@@ -39,6 +39,7 @@ class Candidate:
     child: int = -1  # its place among its heading's children closest to the prompt (-1: none)
     rare: int = -1  # its place among the hits for the prompt's rarest words (-1: not one)
     dated: bool = False  # stored on the day a prompt about that day names (prompt_candidates)
+    follows: str = ""  # the id of the candidate question it comes right after (prompt_replies)
 
 
 def idf(rows_holding: int, rows: int) -> float:

@@ -15,6 +15,9 @@ particular words, and stays below the bar.
 - A prompt gets anything only when its best answer's evidence reaches MIN_EVIDENCE.
 - A prompt that asks about a day and names little else holds no note's words; the notes
   stored that day (Candidate.dated) are its answers when nothing else passes.
+- A note that asks what the prompt asks holds its words; the note after it answers
+  (prompt_replies.py). Such a reply is judged on the better of its own words and its
+  question's (answered()), and the question is ordered below it.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
   concept by its children closest to the prompt, which are judged on their own evidence.
 
@@ -31,6 +34,7 @@ held-out half's figures are in bench/README.md. Standard library only."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,11 +72,32 @@ def probability(c: Candidate, weights: Sequence[float] = WEIGHTS, bias: float = 
     return 1 / (1 + math.exp(-max(min(z, 30.0), -30.0)))
 
 
+def answered(found: Sequence[Candidate]) -> list[Candidate]:
+    """The candidates with each reply to a question among them (Candidate.follows,
+    prompt_replies.py) holding the better of its own keyword coverage and its question's,
+    and of their places in search's order (search found the question for the prompt, and
+    the reply with it), and each question that has its reply here ranked as a note whose own
+    text holds none of the prompt's words: it asks what the prompt asks, its reply answers.
+    The reply keeps its own
+    cosine: taking the question's too let more unrelated prompts through (bench/README.md)."""
+    by_id = {c.fragment.id: c for c in found}
+    asked = {c.follows for c in found if c.follows in by_id}
+    out = []
+    for c in found:
+        q = by_id.get(c.follows)
+        if q is not None:
+            c = replace(c, coverage=max(c.coverage, q.coverage), own=max(c.own, q.own),
+                        rank=min(c.rank, q.rank))
+        out.append(replace(c, own=0.0) if c.fragment.id in asked else c)
+    return out
+
+
 def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: float = BAND,
           most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT,
           min_agreement: float = MIN_AGREEMENT, weights: Sequence[float] = WEIGHTS,
           bias: float = BIAS) -> list[Fragment]:
     """The answers to inject, likeliest first; [] when the best is not strong enough."""
+    found = answered(found)
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
              if c.coverage >= min_agreement]
     if not agree or max(e for e, _, _ in agree) < min_evidence:

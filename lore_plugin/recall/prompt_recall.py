@@ -19,6 +19,7 @@ from ..safety.frame import neutralise
 from . import render
 from .prompt_candidates import MAX_PROMPT, candidates, is_heading, paths
 from .prompt_judge import judge
+from .prompt_replies import with_replies
 from .terms import fts_expression, held_terms, keyword_terms
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from ..core.types import Fragment
     from ..store import Store
     from .memory import Memory
+    from .prompt_evidence import Candidate
 
-__all__ = ["BUDGET", "NOTICE", "answer", "candidates", "compose", "is_heading", "open_socket",
+__all__ = ["BUDGET", "NOTICE", "answer", "candidates", "compose", "gather", "is_heading", "open_socket",
            "paths", "serve", "strong_by_cosine", "strong_by_words", "term_match"]
 
 BUDGET = 600  # characters of remembered text per prompt, item lines included
@@ -60,8 +62,16 @@ def _words_hold(terms: list[str], frag: Fragment, path: str = "", min_terms: int
     return matched >= min_terms and share >= min_coverage
 
 
+def gather(memory: Memory, prompt: str, seen: set[str]) -> list[Candidate] | None:
+    """The candidates the judge weighs: search's, the descent's and the rare words'
+    (prompt_candidates), with the replies to the questions among them (prompt_replies).
+    None when the model failed to load."""
+    found = candidates(memory, prompt, seen)
+    return None if found is None else with_replies(memory, prompt, found, seen)
+
+
 def strong_by_cosine(memory: Memory, prompt: str, seen: set[str]) -> list[Fragment]:
-    answers = candidates(memory, prompt, seen)
+    answers = gather(memory, prompt, seen)
     if answers is None:  # the model failed to load: judge by words instead
         return strong_by_words(memory.reader, prompt, seen)
     return judge(answers)
