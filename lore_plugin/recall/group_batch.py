@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import InvalidInput
 from ..core.faults import crash_point
@@ -19,10 +19,26 @@ from .group_view import BatchIndex, BatchMemory, PrefilledEmbedder
 from .storing import Placed, Stored, place_knowledge
 
 if TYPE_CHECKING:
-    from .group_commit import GroupWriter
+    from collections.abc import Callable
+    from datetime import tzinfo
+
+    from ..embedding.embedder import Embedder
+    from .search import VectorIndex
 
 # A request, its caller's future, and its placement query's text and vector (stage one).
 Pending = tuple[StoreRequest, "Future[Stored]", tuple[str, Any] | None]
+
+
+class GroupWriter(Protocol):
+    """What a batch needs of its writer (group_commit.GroupWriter): its model, index, clock
+    and default project, and the counters it adds to."""
+    index: VectorIndex | None
+    embedder: Embedder | None
+    clock: Callable[[], float]
+    tz: tzinfo | None
+    project: str | None
+    timings: dict[str, float]
+    model_calls: int
 
 
 def write_batch(writer: GroupWriter, store: Store, batch: list[Pending]
