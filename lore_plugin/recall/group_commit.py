@@ -157,7 +157,9 @@ class GroupWriter:
             self._queued += len(items)
             if idle:  # nothing ahead of them anywhere: straight to the writer, which embeds
                 self._ready += len(items)  # their queries itself (one hand-off less)
-                self._queue.put([(request, done, None) for request, done in items])
+                for start in range(0, len(items), self.max_batch):  # a group is taken whole
+                    self._queue.put([(request, done, None)
+                                     for request, done in items[start:start + self.max_batch]])
             self.accepted_seq = max([self.accepted_seq, *(r.seq or 0 for r, _ in items)])
         if not idle:
             for request, done in items:

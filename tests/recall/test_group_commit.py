@@ -363,10 +363,21 @@ async def test_concurrent_store_memory_calls_to_one_real_server_are_each_stored_
             for args in calls:
                 group.start_soon(one, *args)
     assert len(answers) == 12
+    # Answered in full, or at the store journal's commit ("being placed", the id reserved):
+    # either way the two identical stores' ids lead to one fragment once placed.
+    from tests.service.test_service import journal_left
+    from tests.service_running import wait_until
+
+    db = tmp_path / "memory.db"
+    wait_until(lambda: not journal_left(db), timeout=120, what="the store journal placed")
     repeated = [a for a in answers if a["summary"] == FACT[1]]
-    assert sorted(a["duplicate"] for a in repeated) == [False, True]
-    assert repeated[0]["id"] == repeated[1]["id"]
-    assert facts(tmp_path / "memory.db") == Counter(summary for _, summary in calls[:11])
+    assert [a["duplicate"] for a in repeated].count(True) <= 1
+    reader = Store(db, readonly=True)
+    try:
+        assert reader.resolve_id(repeated[0]["id"]) == reader.resolve_id(repeated[1]["id"])
+    finally:
+        reader.close()
+    assert facts(db) == Counter(summary for _, summary in calls[:11])
 
 
 def test_a_batchs_placement_searches_read_the_shared_index_in_one_matrix_product(memory):

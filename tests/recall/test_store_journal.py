@@ -162,6 +162,9 @@ def test_a_kill_after_the_journal_commit_loses_no_acknowledged_store_and_doubles
         assert journal_rows(db) == []
         assert all(kept[summary] == 1 for summary, _ in acked)
         assert all(memory.get(fid).summary == summary for summary, fid in acked)
+        # A row placed before the kill is skipped, not placed again as a repeat of itself
+        # (which would reinforce it): nothing stored so far was ever accessed.
+        assert all(memory.get(fid).access_count == 0 for _, fid in acked)
         assert sum(kept.values()) == len({r[4]["summary"] for r in left} | {s for s, _ in
                                                                              acked})
         # Every caller retries, heard back or not: repeats, not copies.
