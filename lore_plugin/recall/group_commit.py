@@ -166,6 +166,10 @@ class GroupWriter:
                 self._incoming.put((request, done, None))
         return idle
 
+    def wait_accepted(self, timeout: float) -> bool:
+        """Waits until an earlier process's journal rows are handed on (accepted_seq)."""
+        return self.acceptor.replayed.wait(timeout)
+
     def wait_placed(self, seq: int, timeout: float) -> bool:
         """Waits (at most `timeout` s) until journal rows up to `seq` are placed."""
         with self._placing:

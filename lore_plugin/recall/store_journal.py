@@ -76,6 +76,7 @@ class Acceptor:
         self.hand_on, self.clock = hand_on, clock
         self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
         self._failure: BaseException | None = None  # the journal failed: refuse from now on
+        self.replayed = threading.Event()  # the leftovers are handed on
         self._thread = threading.Thread(target=self._run, name="lore-store-accept", daemon=True)
         self._thread.start()
 
@@ -103,6 +104,7 @@ class Acceptor:
         try:
             journal = StoreJournal(self.journal_path)
             self._replay(journal)
+            self.replayed.set()
             while True:
                 taken, stopping = take(self._queue, MAX_ACCEPT)
                 if taken:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..recall import render
-from ..recall.group_commit import running_writer
+from ..recall.group_commit import GroupWriter, group_writer, running_writer
 from ..recall.terms import keyword_terms
-from ..store.journal import StoreJournal
+from ..store.journal import StoreJournal, journal_path
 from .tool_schema import PendingOut, StoreAnswer
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def pending_answer(accepted: Accepted) -> tuple[str, StoreAnswer]:
 def settle(memory: Memory) -> list[JournalRow]:
     """Waits until what was accepted before now is placed; the rows still waiting after
     SETTLE s (none when placement kept up)."""
-    writer = running_writer(memory)
+    writer = running_writer(memory) or _replaying(memory)
     if writer is None:
         return []
     target = writer.accepted_seq
@@ -59,6 +59,24 @@ def settle(memory: Memory) -> list[JournalRow]:
         return journal.pending()
     finally:
         journal.close()
+
+
+def _replaying(memory: Memory) -> GroupWriter | None:
+    """No writer yet, but the journal holds an earlier process's rows: one is started now,
+    which places them first (a query right after a restart must see them too)."""
+    path = journal_path(memory.db_path)
+    if not path.exists():
+        return None
+    journal = StoreJournal(path)
+    try:
+        left = journal.count()
+    finally:
+        journal.close()
+    if not left:
+        return None
+    writer = group_writer(memory)
+    writer.wait_accepted(SETTLE)  # its acceptor reads the leftovers before anything new
+    return writer
 
 
 def matching(rows: list[JournalRow], topic: str) -> list[PendingOut]:
