@@ -135,7 +135,7 @@ CHILD = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("point", ["group-before-commit", "group-after-commit",
-                                   "journal-after-commit:2"])
+                                   "journal-after-commit"])
 def test_a_kill_after_the_journal_commit_loses_no_acknowledged_store_and_doubles_none(
         point, tmp_path, embedder):
     """Killed with requests acknowledged but not placed (before the placement's commit), or
