@@ -299,7 +299,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lore-store-rate-"))
     try:
         seed = work / "seed.db"
-        run_child(ROOT, "--seed", str(seed))
+        run_child(args.base, "--seed", str(seed))  # the older schema: the new code migrates it
         results: dict[tuple[str, int], list[dict]] = {}
         code = {"base": (args.base, "service" if args.service else args.base_mode),
                 "new": (ROOT, "service" if args.service else args.new_mode)}
