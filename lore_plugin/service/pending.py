@@ -35,8 +35,8 @@ MOST_PENDING = 5  # journal rows a query lists at most
 def pending_answer(accepted: Accepted) -> tuple[str, StoreAnswer]:
     """The answer at the journal commit: the id is final (a repeat redirects it)."""
     request = accepted.request
-    lines = [f"Stored; being placed: [{render.short_id(accepted.fid)}] "
-             f"{render.clip(request.summary, 100)}", f"id: {accepted.fid}",
+    lines = [f"Stored [{render.short_id(accepted.fid)}] · {render.clip(request.summary, 100)}"
+             " (stored; being placed)", f"id: {accepted.fid}",
              "It is durable now. Where it goes, or whether it repeats a known fragment, is "
              "decided in the background in order; the id works at once (as a parent_id, and "
              "query_memory finds it)."]
@@ -96,7 +96,7 @@ def matching(rows: list[JournalRow], topic: str) -> list[PendingOut]:
 def pending_text(found: list[PendingOut]) -> str:
     if not found:
         return ""
-    lines = [f"- [{render.short_id(p.id)}] {p.summary}: {p.content}" for p in found]
+    lines = [f"- [{render.short_id(p.id)}] · {p.summary}: {p.content}" for p in found]
     return ("\n\nBeing placed (stored, not yet in the tree; the ids already work):\n"
             + "\n".join(lines))
 
