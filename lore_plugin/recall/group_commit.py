@@ -19,15 +19,13 @@ What a caller can count on:
 - `accept` answers once the request is durable in the journal (no model run); `submit` and
   `submit_request`'s future once it is placed and committed, with the same `Stored` that
   store_knowledge gives.
-- A request that fails on its own (empty text, an unknown parent) fails alone: its
-  savepoint is rolled back and the rest of its batch is written.
-- A database error fails the whole batch, which is retried from scratch (nothing of it was
-  committed) and, failing again, every caller in it gets GroupWriteFailed.
+- A request that fails on its own fails alone (refused at acceptance, or its savepoint
+  rolled back); the rest of its batch is written.
+- A database error fails the whole batch, which is retried from scratch; failing again, its
+  callers get GroupWriteFailed and its rows, still in the journal, are handed on again later.
 - A crash loses nothing accepted: whoever starts a writer next places the journal's rows
   first, and a row whose id the database already holds is not placed twice.
-
-The service (one writer for every session) and the in-process MCP server (`group_writer`)
-both use it."""
+The service (one writer for every session) and the in-process MCP server both use it."""
 
 from __future__ import annotations
 
@@ -66,6 +64,7 @@ ATTEMPTS = 3  # a batch that meets a database error is tried this many times
 RETRY_PAUSE = 0.05  # seconds before the second attempt, four times that before the third
 RECONTEXT_IDLE = 0.2  # seconds without a store before provisional vectors are replaced
 RECONTEXT_BACKLOG = 256  # provisional vectors after which they are replaced even while busy
+RETRY_LATER = 5.0  # seconds before journal rows the database refused are placed again
 CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at exit
 
 
@@ -316,7 +315,12 @@ class GroupWriter:
                     continue
                 failure = GroupWriteFailed(f"memory is busy or unwritable, nothing was placed "
                                            f"({exc}); it stays in the store journal")
-                self._placed_through(batch)  # not placed: the next writer's start retries
+                self._placed_through(batch)  # still in the journal: handed on again later
+                seqs = [r.seq for r, _, _ in batch if r.seq is not None]
+                if seqs:
+                    retry = threading.Timer(RETRY_LATER, self.acceptor.again, [max(seqs)])
+                    retry.daemon = True
+                    retry.start()
                 for _, done, _ in batch:
                     done.set_exception(failure)
                 return

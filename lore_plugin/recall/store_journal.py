@@ -74,7 +74,9 @@ class Acceptor:
                  clock: Callable[[], float] = time.time) -> None:
         self.journal_path, self.db_path = journal, db_path
         self.hand_on, self.clock = hand_on, clock
-        self._queue: queue.SimpleQueue[_Waiting | None] = queue.SimpleQueue()
+        # Requests; or an int: hand on again the journal's rows up to that seq (a batch the
+        # database refused, its rows still in the journal); None: the end.
+        self._queue: queue.SimpleQueue[_Waiting | int | None] = queue.SimpleQueue()
         self._failure: BaseException | None = None  # the journal failed: refuse from now on
         self.replayed = threading.Event()  # the leftovers are handed on
         self._thread = threading.Thread(target=self._run, name="lore-store-accept", daemon=True)
@@ -94,6 +96,10 @@ class Acceptor:
         self._queue.put((request, accepted, placed))
         return accepted, placed
 
+    def again(self, through: int) -> None:
+        """The writer could not place rows up to `through`: they are handed on once more."""
+        self._queue.put(through)
+
     def close(self, timeout: float | None = None) -> None:
         """What was submitted is accepted (or refused), then the thread ends."""
         self._queue.put(None)
@@ -107,6 +113,9 @@ class Acceptor:
             self.replayed.set()
             while True:
                 taken, stopping = take(self._queue, MAX_ACCEPT)
+                for through in [t for t in taken if isinstance(t, int)]:
+                    self._replay(journal, through)
+                taken = [t for t in taken if not isinstance(t, int)]
                 if taken:
                     if store is None:
                         store = Store(self.db_path, readonly=True)
@@ -122,9 +131,10 @@ class Acceptor:
                 if held is not None:
                     held.close()
 
-    def _replay(self, journal: StoreJournal) -> None:
-        """An earlier process's accepted requests, placed before anything new."""
-        rows = journal.pending()
+    def _replay(self, journal: StoreJournal, through: int | None = None) -> None:
+        """An earlier process's accepted requests, placed before anything new; or (`through`)
+        the rows the writer could not place, to be placed now."""
+        rows = [r for r in journal.pending() if through is None or r[0] <= through]
         if rows:
             log.info("placing %d store(s) left in the journal", len(rows))
             self.hand_on([(from_row(seq, fid, project, request), Future())
@@ -188,6 +198,6 @@ class Acceptor:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if item is not None:
+            if isinstance(item, tuple):
                 item[1].set_exception(exc)
                 item[2].set_exception(exc)
