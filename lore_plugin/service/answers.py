@@ -175,6 +175,7 @@ def store_memory(service: Service, content: str, summary: str, parent_id: str | 
         if not accepted.idle:  # others ahead of it: answered at the journal commit
             return pending.pending_answer(accepted)
         try:  # the writer was idle: placement follows at once, and the answer says where
+            service.model_ready()  # (a first store may load the model, as it always did)
             stored = accepted.placed.result(timeout=pending.QUICK_PLACE)
         except FutureTimeout:
             return pending.pending_answer(accepted)

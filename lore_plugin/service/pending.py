@@ -14,6 +14,7 @@ All of this is within one process's writer (the service's, shared by every sessi
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 from ..recall import render
@@ -27,9 +28,11 @@ if TYPE_CHECKING:
     from ..recall.store_journal import Accepted
     from ..store.journal import JournalRow
 
-QUICK_PLACE = 1.0  # s an idle writer's placement may take before the answer goes without it
+QUICK_PLACE = 5.0  # s an idle writer's placement may take before the answer goes without it (a
+# slow machine: it took milliseconds in every benchmark run, and it always waited before)
 SETTLE = 2.0  # s a query waits for the stores accepted before it to be placed
 MOST_PENDING = 5  # journal rows a query lists at most
+_looked: weakref.WeakSet[Memory] = weakref.WeakSet()  # journal leftovers looked for
 
 
 def pending_answer(accepted: Accepted) -> tuple[str, StoreAnswer]:
@@ -63,7 +66,11 @@ def settle(memory: Memory) -> list[JournalRow]:
 
 def _replaying(memory: Memory) -> GroupWriter | None:
     """No writer yet, but the journal holds an earlier process's rows: one is started now,
-    which places them first (a query right after a restart must see them too)."""
+    which places them first (a query right after a restart must see them too). Looked at once
+    per Memory: later leftovers are placed when its writer starts."""
+    if memory in _looked:
+        return None
+    _looked.add(memory)
     path = journal_path(memory.db_path)
     if not path.exists():
         return None
