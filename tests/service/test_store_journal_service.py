@@ -68,3 +68,36 @@ def test_a_service_killed_with_stores_unplaced_loses_none_and_the_next_places_th
     finally:
         reader.close()
     wait_until(lambda: journal_left(db) == 0, what="an empty journal")
+
+
+def test_an_older_service_with_stores_unplaced_hands_over_to_a_newer_one_losing_none(
+        home: Path, monkeypatch: Any):
+    """Version skew: an old service has a burst of stores answered and not all placed when a
+    newer client arrives. The old one drains and exits; whatever it left in the journal, the
+    new one places; every acknowledged store is there exactly once."""
+    db = home.parent / "memory.db"
+    monkeypatch.setenv("LORE_SERVICE_VERSION", "0.0.1")
+    old = client(home).request("status")
+    assert old["version"] == "0.0.1"
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+
+    def session(n: int) -> None:
+        mine = client(home)
+        for k in range(4):
+            content = f"Old session {n} rule {k}: queue {n * 10 + k} drains by 0{k}:45"
+            tool(mine, "store_memory", content=content, summary=f"Queue {n * 10 + k} drain time")
+            with lock:
+                acknowledged.append(content)
+
+    threads = [threading.Thread(target=session, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert len(acknowledged) == 64 and journal_left(db) > 0  # answered, not all placed
+    monkeypatch.delenv("LORE_SERVICE_VERSION")  # the upgrade
+    now = client(home).request("status")
+    assert now["pid"] != old["pid"] and now["version"] != "0.0.1"
+    stored = contents(db)  # waits until the journal is empty
+    assert all(stored.count(c) == 1 for c in acknowledged)
