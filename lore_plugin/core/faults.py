@@ -18,6 +18,9 @@ POINTS = ("after-claim", "after-llm", "after-insert", "before-watermark", "after
 # committed but not yet answered (tests/recall/test_group_commit.py), and provisional vectors
 # embedded again but not yet written (recall/recontext.py).
 GROUP_POINTS = ("group-before-commit", "group-after-commit", "group-before-recontext")
+# Accepting into the store journal (recall/store_journal.py): committed, not yet answered
+# (tests/recall/test_store_journal.py).
+JOURNAL_POINTS = ("journal-after-commit",)
 # On `lore unshare` (maintenance/share_moves.py): copied into the local file but still in the
 # team space, and gone from the team space but not yet journaled locally
 # (tests/maintenance/test_unshare_crash.py).

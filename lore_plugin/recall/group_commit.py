@@ -10,18 +10,22 @@ requests arrived, and each request reads what the ones before it in the batch wr
 (group_view.BatchMemory): two identical stores in one batch give one fact and one
 duplicate, as they would one after the other.
 
-What a caller can count on:
-- `submit` returns only once its write is committed; the answer is the same `Stored` that
-  store_knowledge gives.
-- A request that fails on its own (empty text, an unknown parent) fails alone: its
-  savepoint is rolled back and the rest of its batch is written.
-- A database error fails the whole batch, which is retried from scratch (nothing of it was
-  committed) and, failing again, every caller in it gets GroupWriteFailed.
-- A crash before the commit loses only what nobody was told was stored; one after it loses
-  nothing, and a caller that retries gets `duplicate=True`, not a second copy.
+Every request is first accepted into the store journal (store_journal.py: checked, redacted,
+its id reserved, one transaction for all queued meanwhile); the writer then places journal
+rows in their order and inserts each fragment under its reserved id (a repeat: a redirect of
+that id to the fragment it repeats), and deletes the rows once that is committed.
 
-The service (one writer for every session) and the in-process MCP server (`group_writer`)
-both use it."""
+What a caller can count on:
+- `accept` answers once the request is durable in the journal (no model run); `submit` and
+  `submit_request`'s future once it is placed and committed, with the same `Stored` that
+  store_knowledge gives.
+- A request that fails on its own fails alone (refused at acceptance, or its savepoint
+  rolled back); the rest of its batch is written.
+- A database error fails the whole batch, which is retried from scratch; failing again, its
+  callers get GroupWriteFailed and its rows, still in the journal, are handed on again later.
+- A crash loses nothing accepted: whoever starts a writer next places the journal's rows
+  first, and a row whose id the database already holds is not placed twice.
+The service (one writer for every session) and the in-process MCP server both use it."""
 
 from __future__ import annotations
 
@@ -34,17 +38,21 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from datetime import tzinfo
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import InvalidInput, LoreError
+from ..core.errors import LoreError
 from ..core.faults import crash_point
 from ..store import DatabaseError, Store, StoreError
-from .group_requests import StoreRequest, alone, keep, placed_here, query_words
-from .group_view import BatchIndex, BatchMemory, PrefilledEmbedder
+from ..store.journal import StoreJournal, journal_path
+from .group_batch import Pending as _Pending
+from .group_batch import write_batch
+from .group_requests import StoreRequest, placed_here, query_words, take
 from .recontext import BATCH as RECONTEXT_BATCH
 from .recontext import recontext
 from .search import VectorIndex
-from .storing import Placed, Stored, place_knowledge
+from .store_journal import Accepted, Acceptor
+from .storing import Stored
 
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
@@ -56,6 +64,7 @@ ATTEMPTS = 3  # a batch that meets a database error is tried this many times
 RETRY_PAUSE = 0.05  # seconds before the second attempt, four times that before the third
 RECONTEXT_IDLE = 0.2  # seconds without a store before provisional vectors are replaced
 RECONTEXT_BACKLOG = 256  # provisional vectors after which they are replaced even while busy
+RETRY_LATER = 5.0  # seconds before journal rows the database refused are placed again
 CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at exit
 
 
@@ -63,8 +72,6 @@ class GroupWriteFailed(LoreError):
     """The database refused the batch, even after retries, or the writer is closed."""
 
 
-# A request, its caller's future, and its placement query's text and vector (stage one).
-_Pending = tuple[StoreRequest, "Future[Stored]", tuple[str, Any] | None]
 
 
 class GroupWriter:
@@ -75,7 +82,7 @@ class GroupWriter:
     def __init__(self, store_factory: Callable[[], Store], embedder: Embedder | None, *,
                  index: VectorIndex | None = None, clock: Callable[[], float] = time.time,
                  project: str | None = None, tz: tzinfo | None = None,
-                 max_batch: int = MAX_BATCH) -> None:
+                 max_batch: int = MAX_BATCH, journal: Path | None = None) -> None:
         self.store_factory = store_factory
         self.embedder = embedder
         self.index = index
@@ -100,6 +107,10 @@ class GroupWriter:
         self._accepting = threading.Lock()
         self._closed = False
         self._store: Store | None = None
+        self._journal: StoreJournal | None = None  # the writer thread's connection
+        # Read-your-writes: the last journal seq handed to the writer, and placed.
+        self.accepted_seq = self.placed_seq = 0
+        self._placing = threading.Condition()
         # numpy before the threads: both import it, and two threads importing it at once can
         # see it half-initialised (server/tools.py main() says the same).
         import numpy  # noqa: F401
@@ -109,6 +120,11 @@ class GroupWriter:
         self._thread = threading.Thread(target=self._run, name="lore-group-writer", daemon=True)
         self._embedding.start()
         self._thread.start()
+        probe = store_factory()  # where the database is (the journal lies beside it)
+        self.db_path = probe.path
+        probe.close()
+        self.journal_path = journal or journal_path(self.db_path)
+        self.acceptor = Acceptor(self.journal_path, self.db_path, self._hand_on, clock)
 
     # -- callers -----------------------------------------------------------------------
     def submit(self, content: str, summary: str, parent_id: str | None = None, depth: int = 2,
@@ -120,20 +136,48 @@ class GroupWriter:
                                                 importance, project)).result()
 
     def submit_request(self, request: StoreRequest) -> Future[Stored]:
-        """Queues the request; the future answers once it is committed."""
-        done: Future[Stored] = Future()
+        """Queues the request; the future answers once it is placed and committed."""
+        return self._submit(request)[1]
+
+    def accept(self, request: StoreRequest) -> Future[Accepted]:
+        """Queues the request; the future answers once it is durable in the store journal."""
+        return self._submit(request)[0]
+
+    def _submit(self, request: StoreRequest) -> tuple[Future[Accepted], Future[Stored]]:
         with self._accepting:
             if self._closed:
                 raise GroupWriteFailed("the memory's writer is closed")
-            with self._counting:
-                idle = self._queued == 0
-                self._queued += 1
-                if idle:  # nothing ahead of it anywhere: straight to the writer, which embeds
-                    self._ready += 1  # its query itself (one thread hand-off less alone)
-                    self._queue.put([(request, done, None)])
-            if not idle:
+            return self.acceptor.submit(request)
+
+    def _hand_on(self, items: list[tuple[StoreRequest, Future[Stored]]]) -> bool:
+        """Accepted requests, in journal order, to the writer; whether it was idle."""
+        with self._counting:
+            idle = self._queued == 0
+            self._queued += len(items)
+            if idle:  # nothing ahead of them anywhere: straight to the writer, which embeds
+                self._ready += len(items)  # their queries itself (one hand-off less)
+                for start in range(0, len(items), self.max_batch):  # a group is taken whole
+                    self._queue.put([(request, done, None)
+                                     for request, done in items[start:start + self.max_batch]])
+            self.accepted_seq = max([self.accepted_seq, *(r.seq or 0 for r, _ in items)])
+        if not idle:
+            for request, done in items:
                 self._incoming.put((request, done, None))
-        return done
+        return idle
+
+    def wait_accepted(self, timeout: float) -> bool:
+        """Waits until an earlier process's journal rows are handed on (accepted_seq)."""
+        return self.acceptor.replayed.wait(timeout)
+
+    def wait_placed(self, seq: int, timeout: float) -> bool:
+        """Waits (at most `timeout` s) until journal rows up to `seq` are placed."""
+        with self._placing:
+            return self._placing.wait_for(lambda: self.placed_seq >= seq, timeout)
+
+    def _placed_through(self, batch: list[_Pending]) -> None:
+        with self._placing:
+            self.placed_seq = max([self.placed_seq, *(r.seq or 0 for r, _, _ in batch)])
+            self._placing.notify_all()
 
     @property
     def queued(self) -> int:
@@ -146,10 +190,12 @@ class GroupWriter:
         return self._ready
 
     def close(self, timeout: float | None = None) -> None:
-        """Drains: what was submitted is written and answered, then the threads end."""
+        """Drains: what was submitted is written and answered, then the threads end (what a
+        timeout leaves in the journal, the next writer places)."""
         with self._accepting:
             if not self._closed:
                 self._closed = True
+                self.acceptor.close(timeout)
                 self._incoming.put(None)
         self._embedding.join(timeout)
         self._thread.join(timeout)
@@ -159,31 +205,13 @@ class GroupWriter:
         return self._closed
 
     # -- the two stages ------------------------------------------------------------------
-    @staticmethod
-    def _take(source: queue.SimpleQueue[_Pending | None], most: int
-              ) -> tuple[list[_Pending], bool]:
-        """What is queued (waiting for the first), at most `most`; and whether the end came."""
-        first = source.get()
-        if first is None:
-            return [], True
-        taken = [first]
-        while len(taken) < most:
-            try:
-                more = source.get_nowait()
-            except queue.Empty:
-                break
-            if more is None:
-                return taken, True
-            taken.append(more)
-        return taken, False
-
     def _run_embedding(self) -> None:
         """Stage one: the placement queries of what is queued, embedded in one model call
         while the writer is busy with the batch before (the model and SQLite both work
         outside the GIL, so the two stages share two cores)."""
         stopping = False
         while not stopping:
-            taken, stopping = self._take(self._incoming, self.max_batch)
+            taken, stopping = take(self._incoming, self.max_batch)
             ahead = self._embed_queries([request for request, _, _ in taken])
             if taken:
                 with self._counting:
@@ -234,6 +262,9 @@ class GroupWriter:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
 
     def _next_group(self) -> list[_Pending] | None:
         while self._recontext_due:
@@ -282,18 +313,26 @@ class GroupWriter:
                 if attempt + 1 < ATTEMPTS:
                     time.sleep(RETRY_PAUSE * 4**attempt)
                     continue
-                failure = GroupWriteFailed(f"memory is busy or unwritable, nothing was stored "
-                                           f"({exc}); try again in a moment")
+                failure = GroupWriteFailed(f"memory is busy or unwritable, nothing was placed "
+                                           f"({exc}); it stays in the store journal")
+                self._placed_through(batch)  # still in the journal: handed on again later
+                seqs = [r.seq for r, _, _ in batch if r.seq is not None]
+                if seqs:
+                    retry = threading.Timer(RETRY_LATER, self.acceptor.again, [max(seqs)])
+                    retry.daemon = True
+                    retry.start()
                 for _, done, _ in batch:
                     done.set_exception(failure)
                 return
             except BaseException as exc:  # a bug: every caller hears of it, the thread lives
                 log.exception("group commit failed")
                 self._drop_store()
+                self._placed_through(batch)
                 for _, done, _ in batch:
                     done.set_exception(exc)
                 return
             crash_point("group-after-commit")
+            self._forget(batch, results)
             self.batches.append(len(batch))
             for (_, done, _), result in zip(batch, results):
                 if isinstance(result, BaseException):
@@ -301,6 +340,22 @@ class GroupWriter:
                 else:
                     done.set_result(result)
             return
+
+    def _forget(self, batch: list[_Pending], results: list[Stored | BaseException]) -> None:
+        """The placed rows (and those refused for good) out of the journal: their ids are in
+        the database now, so a crash before this only makes the next writer skip them."""
+        try:
+            if self._journal is None:
+                self._journal = StoreJournal(self.journal_path)
+            self._journal.remove([r.fid for (r, _, _), result in zip(batch, results)
+                                  if r.fid is not None])
+        except StoreError as exc:  # left there: skipped as placed when next replayed
+            log.warning("could not clear placed rows from the store journal: %s", exc)
+        self._placed_through(batch)
+        for (request, _, _), result in zip(batch, results):
+            if isinstance(result, BaseException) and request.fid is not None:
+                log.warning("store %s was accepted but could not be placed: %s",
+                            request.fid, result)
 
     def _drop_store(self) -> None:
         if self._store is not None:
@@ -311,65 +366,9 @@ class GroupWriter:
             self._store = None
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
-        """One transaction for the batch: placement of each request in turn, one model call
-        for the texts that cannot keep their placement query's vector for now (a parent
-        given, a topic), then each near-duplicate check and insert in turn."""
-        requests = [request for request, _, _ in batch]
-        store = self._writable()
-        assert self.index is not None
-        outcome: list[Stored | BaseException | None] = [None] * len(requests)
-        placed: list[Placed | None] = [None] * len(requests)
-        embedder = None if self.embedder is None else PrefilledEmbedder(self.embedder)
-        words = [query_words(r, self.clock, self.tz) if placed_here(r) else None for r in requests]
-        # The queries' model call comes before the transaction; the texts' call runs inside it
-        # (their parents are known only there), so the lock is held for one batched call.
-        if embedder is not None:
-            started = time.perf_counter()
-            embedder.known.update(ahead for _, _, ahead in batch if ahead is not None)
-            embedder.prefill([w for w, (_, _, ahead) in zip(words, batch)
-                              if ahead is None and w is not None])
-            self.timings["embed_queries"] += time.perf_counter() - started
-        with store.write():
-            view = BatchIndex(self.index, store, [] if embedder is None else [
-                embedder.known[w] for w in dict.fromkeys(words) if w in embedder.known])
-            memory = BatchMemory(store, view, embedder, self.clock, self.tz)
-            marks = [time.perf_counter()]
-            for i, request in enumerate(requests):
-                memory.project = request.project or self.project
-                step = partial(place_knowledge, memory, request.content, request.summary,
-                               request.parent_id, request.depth, request.source,
-                               request.importance)
-                result = alone(store, view, step)
-                if isinstance(result, Placed):
-                    placed[i] = result
-                else:
-                    outcome[i] = result
-            # One model run a placed store: it keeps its placement query's vector for now
-            # (recontext.py gives it its text's under its parent later). The rest (a parent
-            # given, a topic) and any that could repeat a sibling get theirs now.
-            ahead = [None if p is None or embedder is None or w is None
-                     else embedder.known.get(w) for p, w in zip(placed, words)]
-            if embedder is not None:
-                marks.append(time.perf_counter())
-                embedder.prefill([p.text for p, a in zip(placed, ahead)
-                                  if p is not None and a is None])
-            marks.append(time.perf_counter())
-            for i, one in enumerate(placed):
-                if one is not None:
-                    memory.project = requests[i].project or self.project
-                    outcome[i] = alone(store, view, partial(keep, memory, one, ahead[i]))
-                    if getattr(outcome[i], "provisional", False):
-                        self._recontext_due += 1
-            if embedder is not None:
-                self.model_calls += embedder.model_calls
-            crash_point("group-before-commit")
-            marks.append(time.perf_counter())
-        marks.append(time.perf_counter())
-        if len(marks) == 5:  # with a model: place, embed, keep, commit
-            for name, (start, end) in zip(("place", "embed_texts", "keep", "commit"),
-                                          zip(marks, marks[1:])):
-                self.timings[name] += end - start
-        return [r if r is not None else InvalidInput("not stored") for r in outcome]
+        results, provisional = write_batch(self, self._writable(), batch)
+        self._recontext_due += provisional
+        return results
 
 
 # -- the in-process MCP server's writer: one per Memory ----------------------------------
@@ -391,3 +390,10 @@ def group_writer(memory: Memory) -> GroupWriter:
             # it holds was never acknowledged, so nothing said to be stored is lost).
             memory.close_first(partial(writer.close, CLOSE_WAIT))
         return writer
+
+
+def running_writer(memory: Memory) -> GroupWriter | None:
+    """This Memory's writer if one was made (and not closed): what read-your-writes waits on."""
+    with _writers_lock:
+        writer = _writers.get(memory)
+    return None if writer is None or writer.closed else writer

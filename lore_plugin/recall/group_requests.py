@@ -4,6 +4,7 @@ its own savepoint."""
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import tzinfo
@@ -17,7 +18,8 @@ from .storing import Placed, Stored, keep_provisionally
 
 @dataclass(frozen=True)
 class StoreRequest:
-    """store_memory's arguments. `project` None means the writer's own."""
+    """store_memory's arguments. `project` None means the writer's own. Once accepted into
+    the store journal (store_journal.py): the fragment id reserved for it and its place there."""
     content: str
     summary: str
     parent_id: str | None = None
@@ -25,6 +27,26 @@ class StoreRequest:
     source: str = "agent"
     importance: float = 0.6
     project: str | None = None
+    fid: str | None = None
+    seq: int | None = None
+
+
+def take(source: queue.SimpleQueue, most: int) -> tuple[list[Any], bool]:
+    """What is queued (waiting for the first), at most `most`; and whether the end (None)
+    came."""
+    first = source.get()
+    if first is None:
+        return [], True
+    taken = [first]
+    while len(taken) < most:
+        try:
+            more = source.get_nowait()
+        except queue.Empty:
+            break
+        if more is None:
+            return taken, True
+        taken.append(more)
+    return taken, False
 
 
 def query_words(request: StoreRequest, clock: Callable[[], float], tz: tzinfo | None) -> str:
@@ -44,11 +66,16 @@ def placed_here(request: StoreRequest) -> bool:
             and isinstance(request.content, str) and isinstance(request.summary, str))
 
 
-def keep(memory: BatchMemory, placed: Placed, provisional: Any) -> Stored:
-    stored, pending = keep_provisionally(memory, placed, provisional, memory.embed_one)
-    if pending and not stored.duplicate:  # in the request's savepoint, with its insert
+def keep(memory: BatchMemory, placed: Placed, provisional: Any, fid: str | None = None
+         ) -> Stored:
+    """Stores the placed request under `fid` (its reserved id), or reinforces what it repeats
+    and redirects `fid` there; all in the request's savepoint, with its insert."""
+    stored, pending = keep_provisionally(memory, placed, provisional, memory.embed_one, fid)
+    if pending and not stored.duplicate:
         memory.writer.mark_recontext(stored.fragment.id)
         stored = replace(stored, provisional=True)
+    if fid is not None and stored.fragment.id != fid:  # a repeat: the id the caller has
+        memory.writer.redirect(fid, stored.fragment.id)  # must still lead somewhere
     return stored
 
 

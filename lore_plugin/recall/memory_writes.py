@@ -65,9 +65,10 @@ class Writes(MemoryBase):
     def store(self, content: str, summary: str, parent_id: str | None = None,
               depth: int = 2, importance: float = 0.6, source_session: str | None = None,
               metadata: dict[str, Any] | None = None, source: str = "agent",
-              vector: Any | None = None) -> Fragment:
-        """Stores one fragment. With no parent, depth 0 makes a new topic; a deeper fragment
-        is placed under the best-matching fragment one level up. `source` says who decided to
+              vector: Any | None = None, fid: str | None = None) -> Fragment:
+        """Stores one fragment (under `fid` when given: an id store_memory reserved). With no
+        parent, depth 0 makes a new topic; a deeper fragment is placed under the
+        best-matching fragment one level up. `source` says who decided to
         keep it (types.SOURCES): the agent through store_memory, or the user ("remember"),
         whose word counts as confirmed."""
         content, summary = _check_text(content, "content"), _check_text(summary, "summary")
@@ -105,7 +106,7 @@ class Writes(MemoryBase):
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,
                           metadata=metadata or {}, source=source,
-                          confirmed_at=self.clock() if source == "remember" else None)
+                          confirmed_at=self.clock() if source == "remember" else None, id=fid)
         fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
                                  parent.id if parent else None)
         return self.writer.get(fid)

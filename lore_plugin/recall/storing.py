@@ -196,10 +196,11 @@ def place_knowledge(memory: Memory, content: str, summary: str, parent_id: str |
 
 
 def keep_placed(memory: Memory, placed: Placed, vector: Any | None,
-                no_repeat: bool = False) -> Stored:
+                no_repeat: bool = False, fid: str | None = None) -> Stored:
     """store_knowledge's second half, once `vector` (of placed.text) is known: reinforces the
     near-duplicate it repeats, or stores it. `no_repeat`: may_repeat already found no sibling
-    it could repeat, so near_duplicate, which only ever answers such a sibling, is skipped."""
+    it could repeat, so near_duplicate, which only ever answers such a sibling, is skipped.
+    `fid`: the id to store it under (one the store journal reserved), else a new one."""
     parent, depth, source = placed.parent, placed.depth, placed.source
     if not no_repeat and not placed.created and (parent is None or parent.depth == depth - 1):
         same = near_duplicate(memory, placed.summary, placed.content, vector,
@@ -210,12 +211,13 @@ def keep_placed(memory: Memory, placed: Placed, vector: Any | None,
                 memory.writer.confirm([same], memory.clock())
             return Stored(memory.get(same), duplicate=True, placed=placed.placed)
     frag = memory.store(placed.content, placed.summary, parent.id if parent else None, depth,
-                        placed.importance, source=source, vector=vector)
+                        placed.importance, source=source, vector=vector, fid=fid)
     return Stored(frag, created=placed.created, placed=placed.placed and depth > 0)
 
 
 def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
-                       exact: Callable[[str], Any]) -> tuple[Stored, bool]:
+                       exact: Callable[[str], Any], fid: str | None = None
+                       ) -> tuple[Stored, bool]:
     """keep_placed with one model run instead of two when it can: unless a sibling could be
     a repeat (may_repeat), the decision does not depend on the vector, and the fragment is
     stored with `provisional` (its placement query's vector). Otherwise `exact(text)` gives
@@ -224,8 +226,8 @@ def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
     if (provisional is None or not placed.created and (parent is None or parent.depth == depth - 1)
             and may_repeat(memory, placed.summary, placed.content,
                            parent.id if parent else None, depth)):
-        return keep_placed(memory, placed, exact(placed.text)), False
-    return keep_placed(memory, placed, provisional, no_repeat=True), True
+        return keep_placed(memory, placed, exact(placed.text), fid=fid), False
+    return keep_placed(memory, placed, provisional, no_repeat=True, fid=fid), True
 
 
 def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,

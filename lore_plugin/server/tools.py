@@ -108,7 +108,10 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
         """Store one piece of knowledge so later sessions can recall it. Just content and
         summary is enough: it goes under the best-fitting concept, or a topic and concept are
         made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
-        new topic. Knowledge already stored is not copied: the answer gives the existing id."""
+        new topic. Knowledge already stored is not copied: the answer gives the existing id.
+        When the answer says "stored; being placed", the knowledge is durable and its id is
+        final (use it as a parent_id at once; query_memory finds it), but where it goes, or
+        whether it repeats known knowledge, is decided moments later."""
         return result(lambda: answers.store_memory(service, content, summary, parent_id, depth))
 
     @server.tool(annotations=READ)

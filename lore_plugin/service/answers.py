@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -15,9 +16,10 @@ from ..core.errors import LoreError
 from ..core.types import Fragment
 from ..recall import render
 from ..recall.group_commit import group_writer
+from ..recall.group_requests import StoreRequest
 from ..recall.memory import Memory
 from ..recall.storing import Stored, stored_text
-from . import spaced
+from . import pending, spaced
 from .engine import Service, ToolFailure
 from .tool_schema import (
     ContentArg,
@@ -70,6 +72,7 @@ def more_note(omitted: int, hint: str) -> str:
 
 def query_memory(service: Service, topic: str, depth: int = 1, limit: int = 10,
                  project: str | None = None) -> Answer:
+    waiting = pending.matching(pending.settle(service.memory), topic)  # read-your-writes
     recall = service.call(lambda m: spaced.fused_query(service, m, topic, depth, limit), True,
                           project)
     results, spaces = [h.scored for h in recall.hits], [h.space for h in recall.hits]
@@ -80,17 +83,19 @@ def query_memory(service: Service, topic: str, depth: int = 1, limit: int = 10,
                                   recall.unreachable)
         text = render.recalled(text) if results else text
         text += more_note(len(results) - n, "lower the limit or narrow the topic")
+        text += pending.pending_text(waiting)
         return text, QueryAnswer(
             topic=topic, depth=depth, keyword_only=recall.keyword_only,
             fragments=[fragment_out(s.fragment, ScoredOut, match=round(s.score, 4), space=space)
                        for s, space in zip(results[:n], spaces)],
-            omitted=len(results) - n, unreachable=recall.unreachable)
+            omitted=len(results) - n, unreachable=recall.unreachable, being_placed=waiting)
 
     return fitted(build, len(results))
 
 
 def explore_memory(service: Service, topic: str, max_depth: int = 2,
                    project: str | None = None) -> Answer:
+    pending.settle(service.memory)  # a fact just stored may belong in the tree
     tree = service.call(lambda m: m.explore(topic, max_depth=max_depth, reinforce=False),
                         True, project)
     if tree is None:
@@ -122,7 +127,16 @@ def traverse_memory(service: Service, fragment_id: str, direction: str,
             return frag, [] if parent is None else [(parent, None, None)]
         return frag, [(o, kind, w) for o, kind, w in m.associations(frag.id)]
 
-    frag, found = service.call(run, project=project)
+    try:
+        frag, found = service.call(run, project=project)
+    except ToolFailure:  # an id given out at the journal commit, maybe not placed yet
+        state = pending.journaled(service.memory, fragment_id)
+        if state is None:
+            raise
+        if state == "pending":
+            raise ToolFailure(f"{fragment_id} was stored and is still being placed, so it has "
+                              "no place in the tree yet; try again in a few seconds") from None
+        frag, found = service.call(run, project=project)
     title = {"children": "Children", "parent": "Parent", "associations": "Associations"}[direction]
     head = render.fragment_line(frag, content=False)
     if direction == "parent" and not found:
@@ -145,19 +159,26 @@ def traverse_memory(service: Service, fragment_id: str, direction: str,
 
 def store_memory(service: Service, content: str, summary: str, parent_id: str | None = None,
                  depth: int = 2, project: str | None = None) -> Answer:
-    # The one place a store is handed to the writer: the group-commit writer batches it with
-    # concurrent stores (every session's) into one transaction and answers once it is
-    # committed. It takes no service lock; the parent is read in a second call, so a busy retry
-    # of that read never repeats a write that went through.
+    # The one place a store is handed to the writer: it is accepted into the store journal
+    # with the stores of every session queued meanwhile (one transaction, no model run), and
+    # answered there (service/pending.py); the group writer places it after. It takes no
+    # service lock; the parent is read in a second call, so a busy retry of that read never
+    # repeats a write that went through.
     space = spaced.write_space(service, project)
     if space != spaced.LOCAL:  # routed to a hub space (issue 28): written there, not grouped
         stored, parent = spaced.store(service, space, content, summary, parent_id, depth, project)
         return stored_answer(stored, parent)
-    service.model_ready()
     try:
-        stored = group_writer(service.memory).submit(
+        accepted = group_writer(service.memory).accept(StoreRequest(
             content, summary, parent_id, depth,
-            project=project if project is not None else service.memory.project)
+            project=project if project is not None else service.memory.project)).result()
+        if not accepted.idle:  # others ahead of it: answered at the journal commit
+            return pending.pending_answer(accepted)
+        try:  # the writer was idle: placement follows at once, and the answer says where
+            service.model_ready()  # (a first store may load the model, as it always did)
+            stored = accepted.placed.result(timeout=pending.QUICK_PLACE)
+        except FutureTimeout:
+            return pending.pending_answer(accepted)
     except ToolFailure:
         raise
     except LoreError as exc:
@@ -169,7 +190,7 @@ def stored_answer(stored: Stored, parent: Fragment | None) -> Answer:
     frag = stored.fragment
     return stored_text(stored, parent), StoreAnswer(
         id=frag.id, depth=frag.depth, summary=frag.summary, parent_id=frag.parent_id,
-        duplicate=stored.duplicate, created=[f.id for f in stored.created])
+        duplicate=stored.duplicate, created=[f.id for f in stored.created], pending=False)
 
 
 def list_topics(service: Service, project: str | None = None) -> Answer:

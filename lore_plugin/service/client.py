@@ -33,6 +33,7 @@ RESPAWN_AFTER = 5.0  # a start that has not announced itself by then is tried ag
 CALL_TIMEOUT = 120.0  # a store on a cold service loads the model first (seconds, not minutes)
 ATTEMPTS = 3  # tries of one request: the service died or drained under it
 MAX_FAILURES = 3  # requests in a row that found no service: then this caller stops trying
+BACKLOG_PAUSE = 0.005  # s before connecting again when the socket's listen backlog was full
 KEEP_REUSE = KEEP_IDLE - 5  # a kept connection idle longer than this is not used again
 
 
@@ -132,6 +133,9 @@ class ServiceClient:
                 self.failures += 1
                 raise Unavailable(f"the memory service took over {self.timeout:.0f} s",
                                   may_have_run=True) from exc
+            except BlockingIOError:  # its listen backlog is full (many sessions at once): the
+                time.sleep(BACKLOG_PAUSE)  # request never reached it, so this is no attempt
+                continue
             except (ConnectionRefusedError, FileNotFoundError):
                 forget(self.home, info)  # nothing listens: killed before it could clean up;
                 continue  # the request never reached it, so this is no attempt

@@ -14,6 +14,7 @@ from typing import TypeVar
 from ..core.config import Settings
 from ..core.errors import LoreError
 from ..core.heap import give_back
+from ..recall.group_commit import group_writer
 from ..recall.memory import Memory
 from ..recall.recontext import recontext_all
 from ..recall.spaces import Spaces
@@ -156,6 +157,9 @@ class Service:
                 filler.date_backlog()
             finally:
                 filler.close()
+            # Stores an earlier service accepted but did not place (a crash, an exit that did
+            # not drain): its writer places the store journal's rows before any new one.
+            group_writer(self.memory)
             marks.append(time.perf_counter())
             with self.lock:
                 self.memory.search("warm up", limit=1, mode="vector")

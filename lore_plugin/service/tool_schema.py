@@ -39,6 +39,12 @@ class ScoredOut(FragmentOut):
                                             "space")
 
 
+class PendingOut(BaseModel):
+    id: str
+    summary: str
+    content: str = Field(description="clipped to keep answers short")
+
+
 class QueryAnswer(Framed):
     topic: str
     depth: int
@@ -47,6 +53,8 @@ class QueryAnswer(Framed):
     omitted: int = Field(0, description="results left out to keep the answer short")
     unreachable: dict[str, str] = Field(
         default_factory=dict, description="hub spaces not searched, and why")
+    being_placed: list[PendingOut] = Field(
+        default_factory=list, description="just stored, matched by keyword, not yet placed")
 
 
 class TreeNodeOut(FragmentOut):
@@ -79,6 +87,8 @@ class StoreAnswer(Framed):
     parent_id: str | None
     duplicate: bool = Field(False, description="already known: reinforced, nothing added")
     created: list[str] = Field([], description="topic or concept made to hold it")
+    pending: bool = Field(False, description="durable, not yet placed: where it goes (or "
+                                             "what it repeats) is decided in the background")
 
 
 class TopicOut(FragmentOut):

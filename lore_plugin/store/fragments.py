@@ -87,6 +87,9 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
                 f"'{given[:40]}' is not a fragment id: ids are hex, give at least 8 characters")
         if self._one("SELECT 1 FROM fragments WHERE id = ?", (given,)):
             return given
+        moved = self._one("SELECT target FROM fragment_redirects WHERE id = ?", (given,))
+        if moved is not None:  # a store_memory id that repeated this fragment
+            return str(moved)
         rows = self.conn.execute(
             "SELECT id FROM fragments WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
             (given, given + "\U0010ffff")).fetchall()
@@ -96,6 +99,21 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
             shown = ", ".join(r[0][:12] for r in rows[:5])
             raise AmbiguousId(f"{given} matches several fragments ({shown}); give more characters")
         return str(rows[0][0])
+
+    def redirect(self, reserved: str, target: str) -> None:
+        """store_memory gave out `reserved` for a request that repeated `target`."""
+        with self.write():
+            self.conn.execute("INSERT OR REPLACE INTO fragment_redirects (id, target) "
+                              "VALUES (?, ?)", (reserved, target))
+
+    def known_ids(self, ids: Sequence[str]) -> dict[str, str]:
+        """Of `ids`, those the database knows, each with the fragment it names (itself, or
+        the one a redirect points to): a store journal row whose id is here was placed."""
+        found = {row[0]: row[0] for row in self._rows_in(
+            "SELECT id FROM fragments WHERE id IN (%s)", ids)}
+        found.update({row[0]: row[1] for row in self._rows_in(
+            "SELECT id, target FROM fragment_redirects WHERE id IN (%s)", ids)})
+        return found
 
     def find_by_summary(self, summary: str, depth: int | None = None,
                         parent_id: str | None = None) -> str | None:

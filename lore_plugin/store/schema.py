@@ -188,6 +188,16 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX idx_fragments_session ON fragments(source_session, created_at);
     """,
+    # 9 (issue 27): the id store_memory reserved for a request that turned out to repeat an
+    # existing fragment, and that fragment: the reserved id was already given to the caller
+    # (store/journal.py), so it keeps resolving (Store.resolve_id)
+    """
+    CREATE TABLE fragment_redirects (
+        id TEXT PRIMARY KEY,
+        target TEXT NOT NULL REFERENCES fragments(id) ON DELETE CASCADE
+    ) WITHOUT ROWID;
+    CREATE INDEX idx_fragment_redirects_target ON fragment_redirects(target);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -162,11 +162,14 @@ def test_the_writer_replaces_vectors_only_once_no_store_is_on_its_way(memory, em
                          project=memory.project)
     try:
         with database_held(memory.db_path):  # the writer busy with the first store
+            # Each accepted into the store journal (its own file) and handed on in turn.
             first = writer.submit_request(_request(subject_fact("billing", 7)))
-            until(lambda: writer.queued == 0)
+            until(lambda: writer.accepted_seq == 1 and writer.queued == 0)
             second = writer.submit_request(_request(subject_fact("mailer", 7)))  # to the writer
+            until(lambda: writer.accepted_seq == 2)
             held = writer.submit_request(_request(subject_fact("search", 8)[:1] + (
                 "GATED search timeout is 108 s (review 8)",)))  # to the first stage
+            until(lambda: writer.accepted_seq == 3)
             assert writer.queued == 2 and writer.ready == 1
         assert first.result(timeout=60).provisional and second.result(timeout=60).provisional
         assert marks(memory.db_path) == 2

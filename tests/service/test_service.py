@@ -19,6 +19,7 @@ from lore_plugin.embedding.embedder import assemble_from_packages
 from lore_plugin.recall.prompt_socket import exchange
 from lore_plugin.service.client import ServiceClient, Unavailable
 from lore_plugin.store import Store
+from lore_plugin.store.journal import StoreJournal, journal_path
 from tests.conftest import MODEL_CACHE, PYTHON, ROOT, python_env
 from tests.service_running import alive, service_info, stop_service, wait_gone, wait_until
 
@@ -59,11 +60,25 @@ def store(c: ServiceClient, content: str, summary: str) -> dict[str, Any]:
 
 
 def contents(db: Path) -> list[str]:
+    """Every fragment's content, once the store journal is empty: a store is answered at its
+    journal commit and placed after (recall/store_journal.py)."""
+    wait_until(lambda: not journal_left(db), timeout=180, what="the store journal placed")
     reader = Store(db, readonly=True)
     try:
         return [row[0] for row in reader.conn.execute("SELECT content FROM fragments")]
     finally:
         reader.close()
+
+
+def journal_left(db: Path) -> int:
+    path = journal_path(db)
+    if not path.exists():
+        return 0
+    journal = StoreJournal(path)
+    try:
+        return journal.count()
+    finally:
+        journal.close()
 
 
 def test_services_started_at_once_leave_exactly_one_and_it_is_private(home: Path):

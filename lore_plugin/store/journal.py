@@ -1,0 +1,117 @@
+"""The store journal: store_memory requests accepted but not yet placed (recall/store_journal.py
+and group_commit.py), one row each, in their own SQLite file beside the memory database.
+
+Why a file of its own: the group writer holds the memory database's one write lock for a
+whole batch's placement (and a model call); a journal in the same file would make every
+accept wait for that, which is what the journal is there to avoid. What makes a row's
+placement exactly-once is not a shared transaction but its reserved id: the writer inserts the
+fragment (or, for a repeat, a redirect) under that id in the memory database, atomically with
+the rest of the placement, and only then deletes the row here. A row whose id the memory
+database already knows was placed before a crash; replay just deletes it.
+
+Every text here was redacted before it was written (recall/store_journal.py); the file is
+owner-only, as the database is."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from .connection import BUSY_TIMEOUT_MS, StoreError
+
+VERSION = 1
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS store_journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    fid TEXT NOT NULL UNIQUE,
+    project TEXT,
+    received_at REAL NOT NULL,
+    request TEXT NOT NULL
+);
+"""
+# The request's fields, as json: content, summary, parent_id, depth, source, importance.
+FIELDS = ("content", "summary", "parent_id", "depth", "source", "importance")
+JournalRow = tuple[int, str, "str | None", float, dict[str, Any]]  # seq, fid, project, at, request
+
+
+def journal_path(db_path: Path | str) -> Path:
+    """Beside the database: `memory.db` → `memory.db.storejournal` (not `-journal`, which is
+    SQLite's own rollback journal's name)."""
+    db = Path(db_path)
+    return db.with_name(db.name + ".storejournal")
+
+
+class StoreJournal:
+    """One connection to the journal file (one thread at a time, as any apsw connection)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():  # owner-only from the first byte, whatever the umask
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                                 | getattr(os, "O_NOFOLLOW", 0), 0o600))
+            except FileExistsError:
+                pass  # another process made it meanwhile
+        try:
+            self.conn: Any = apsw.Connection(str(self.path))
+            self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])  # type: ignore[index]
+            if version > VERSION:
+                raise StoreError(f"{self.path} was written by a newer Lore (version {version})")
+            if version < VERSION:
+                with self.conn:
+                    self.conn.execute(SCHEMA)
+                    self.conn.execute(f"PRAGMA user_version={VERSION}")
+        except apsw.Error as exc:
+            raise StoreError(f"cannot open the store journal {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def add(self, rows: list[tuple[str, str | None, float, dict[str, Any]]]) -> list[int]:
+        """Appends (fid, project, received_at, request) rows in one transaction; their seqs."""
+        try:
+            with self.conn:
+                return [int(self.conn.execute(
+                    "INSERT INTO store_journal (fid, project, received_at, request) "
+                    "VALUES (?, ?, ?, ?) RETURNING seq",
+                    (fid, project, at, json.dumps({k: request.get(k) for k in FIELDS}))
+                ).fetchone()[0]) for fid, project, at, request in rows]
+        except apsw.Error as exc:
+            raise StoreError(f"cannot write the store journal: {exc}") from exc
+
+    def pending(self, limit: int = 1_000_000) -> list[JournalRow]:
+        """The rows not yet placed, oldest first."""
+        return [self._row(r) for r in self.conn.execute(
+            "SELECT seq, fid, project, received_at, request FROM store_journal "
+            "ORDER BY seq LIMIT ?", (limit,))]
+
+    def get(self, fid: str) -> JournalRow | None:
+        row = self.conn.execute("SELECT seq, fid, project, received_at, request FROM "
+                                "store_journal WHERE fid = ?", (fid,)).fetchone()
+        return None if row is None else self._row(row)
+
+    def remove(self, fids: list[str]) -> None:
+        """Placed (or refused for good): gone from the journal, in one transaction."""
+        if not fids:
+            return
+        try:
+            with self.conn:
+                self.conn.executemany("DELETE FROM store_journal WHERE fid = ?",
+                                      [(f,) for f in fids])
+        except apsw.Error as exc:
+            raise StoreError(f"cannot update the store journal: {exc}") from exc
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM store_journal").fetchone()[0])
+
+    @staticmethod
+    def _row(row: Any) -> JournalRow:
+        return int(row[0]), str(row[1]), row[2], float(row[3]), json.loads(row[4])
