@@ -58,6 +58,7 @@ from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
+from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo")
@@ -104,6 +105,12 @@ def by_evidence(found: list[Candidate], min_evidence: float = 0.65, band: float 
     return [c.fragment for e, _, c in ranked if e >= min_evidence - band][:most]
 
 
+def semantic(case: pc.Case, **variant: Any) -> list[Fragment]:
+    """The judge with the semantic path's constants varied (prompt_semantic.answer)."""
+    got = pj.judge(hook(case), semantic=False)
+    return got or ps.answer(pj.answered(hook(case)), **variant)
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -112,6 +119,24 @@ def rules() -> dict[str, Rule]:
         f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
         f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
     }
+    out["chosen without the semantic path (main before it)"] = \
+        lambda c: pj.judge(hook(c), semantic=False)
+    for cos in (0.35, 0.40, 0.45):
+        for lead in (0.06, 0.08, 0.10, 0.12):
+            out[f"semantic path: cosine ≥ {cos:.2f}, lead ≥ {lead:.2f}"] = \
+                lambda c, a=cos, m=lead: semantic(c, min_cosine=a, min_lead=m)
+    out["semantic path, but the note may hold ≤ 15 % of the prompt's words"] = \
+        lambda c: semantic(c, max_own=0.15)
+    out["semantic path, but the note may hold any share of the prompt's words"] = \
+        lambda c: semantic(c, max_own=1.0)
+    out["semantic path, but a prompt naming what no note holds answered too"] = \
+        lambda c: semantic(c, strangers=True)
+    out["semantic path, any words and strangers answered"] = \
+        lambda c: semantic(c, max_own=1.0, strangers=True)
+    out["semantic path, but a question given rather than its reply"] = \
+        lambda c: semantic(c, replies=False)
+    out["chosen, and a prompt naming what no note holds silenced on every path"] = \
+        lambda c: [] if any(x.stranger for x in hook(c)) else pj.judge(hook(c))
     for lim, kids, rare in VARIANTS:
         out[f"chosen over {lim} hits, {kids} children, {rare} rare-word hits"] = \
             lambda c, v=(lim, kids, rare): pj.judge(pool(c, *v))
