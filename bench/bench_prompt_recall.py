@@ -22,7 +22,9 @@ The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tunin
 gate on fused evidence, answers by evidence); "after" is prompt_judge's (the same gate, the
 answers in its band ordered by the fitted model: fit_prompt_judge.py; a reply to a question
 among the candidates takes the question's words: prompt_replies.py), with its constants
-varied around the chosen ones (the trade-off curve). The hook's candidates are
+varied around the chosen ones (the trade-off curve); "semantic path" rows vary
+prompt_semantic's answer on meaning alone for a prompt the gate silences ("without the
+semantic path" is the judge before it). The hook's candidates are
 prompt_recall.gather's (the replies included); the pool's wider settings are
 prompt_candidates.candidates' alone. The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
@@ -272,7 +274,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results[name]["curve"] = front
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
-              "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED}
+              "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,
+              "semantic_min_cosine": ps.MIN_COSINE, "semantic_min_lead": ps.MIN_LEAD,
+              "semantic_lead_over": ps.LEAD_OVER}
     write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,
                                             "timings_ms": {k: [round(t * 1000, 2) for t in v]
                                                            for k, v in timings.items()}})
