@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,10 +108,15 @@ def by_evidence(found: list[Candidate], min_evidence: float = 0.65, band: float 
     return [c.fragment for e, _, c in ranked if e >= min_evidence - band][:most]
 
 
-def semantic(case: pc.Case, **variant: Any) -> list[Fragment]:
-    """The judge with the semantic path's constants varied (prompt_semantic.answer)."""
+def semantic(case: pc.Case, agreeing: bool = False, **variant: Any) -> list[Fragment]:
+    """The judge with the semantic path's constants varied (prompt_semantic.answer);
+    `agreeing`: a note whose coverage passes the agreement rule counts as holding none of
+    the prompt's words (it agrees on words, only its evidence was short of the bar)."""
     got = pj.judge(hook(case), semantic=False)
-    return got or ps.answer(pj.answered(hook(case)), **variant)
+    found = pj.answered(hook(case))
+    if agreeing:
+        found = [replace(x, own=0.0) if x.coverage >= pj.MIN_AGREEMENT else x for x in found]
+    return got or ps.answer(found, **variant)
 
 
 def rules() -> dict[str, Rule]:
@@ -135,6 +141,8 @@ def rules() -> dict[str, Rule]:
         lambda c: semantic(c, strangers=True)
     out["semantic path, any words and strangers answered"] = \
         lambda c: semantic(c, max_own=1.0, strangers=True)
+    out["semantic path, but a note agreeing on words (coverage ≥ the gate's) may answer too"] = \
+        lambda c: semantic(c, agreeing=True)
     out["semantic path, but a question given rather than its reply"] = \
         lambda c: semantic(c, replies=False)
     out["chosen, and a prompt naming what no note holds silenced on every path"] = \
