@@ -22,7 +22,9 @@ The halves are prompt_cases.split's (SPLIT_SEED): constants are chosen on "tunin
 gate on fused evidence, answers by evidence); "after" is prompt_judge's (the same gate, the
 answers in its band ordered by the fitted model: fit_prompt_judge.py; a reply to a question
 among the candidates takes the question's words: prompt_replies.py), with its constants
-varied around the chosen ones (the trade-off curve). The hook's candidates are
+varied around the chosen ones (the trade-off curve); "semantic path" rows vary
+prompt_semantic's answer on meaning alone for a prompt the gate silences ("without the
+semantic path" is the judge before it). The hook's candidates are
 prompt_recall.gather's (the replies included); the pool's wider settings are
 prompt_candidates.candidates' alone. The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,7 @@ from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
+from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo")
@@ -104,6 +108,17 @@ def by_evidence(found: list[Candidate], min_evidence: float = 0.65, band: float 
     return [c.fragment for e, _, c in ranked if e >= min_evidence - band][:most]
 
 
+def semantic(case: pc.Case, agreeing: bool = False, **variant: Any) -> list[Fragment]:
+    """The judge with the semantic path's constants varied (prompt_semantic.answer);
+    `agreeing`: a note whose coverage passes the agreement rule counts as holding none of
+    the prompt's words (it agrees on words, only its evidence was short of the bar)."""
+    got = pj.judge(hook(case), semantic=False)
+    found = pj.answered(hook(case))
+    if agreeing:
+        found = [replace(x, own=0.0) if x.coverage >= pj.MIN_AGREEMENT else x for x in found]
+    return got or ps.answer(found, **variant)
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -112,6 +127,26 @@ def rules() -> dict[str, Rule]:
         f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
         f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
     }
+    out["chosen without the semantic path (main before it)"] = \
+        lambda c: pj.judge(hook(c), semantic=False)
+    for cos in (0.35, 0.40, 0.45):
+        for lead in (0.06, 0.08, 0.10, 0.12):
+            out[f"semantic path: cosine ≥ {cos:.2f}, lead ≥ {lead:.2f}"] = \
+                lambda c, a=cos, m=lead: semantic(c, min_cosine=a, min_lead=m)
+    out["semantic path, but the note may hold ≤ 15 % of the prompt's words"] = \
+        lambda c: semantic(c, max_own=0.15)
+    out["semantic path, but the note may hold any share of the prompt's words"] = \
+        lambda c: semantic(c, max_own=1.0)
+    out["semantic path, but a prompt naming what no note holds answered too"] = \
+        lambda c: semantic(c, strangers=True)
+    out["semantic path, any words and strangers answered"] = \
+        lambda c: semantic(c, max_own=1.0, strangers=True)
+    out["semantic path, but a note agreeing on words (coverage ≥ the gate's) may answer too"] = \
+        lambda c: semantic(c, agreeing=True)
+    out["semantic path, but a question given rather than its reply"] = \
+        lambda c: semantic(c, replies=False)
+    out["chosen, and a prompt naming what no note holds silenced on every path"] = \
+        lambda c: [] if any(x.stranger for x in hook(c)) else pj.judge(hook(c))
     for lim, kids, rare in VARIANTS:
         out[f"chosen over {lim} hits, {kids} children, {rare} rare-word hits"] = \
             lambda c, v=(lim, kids, rare): pj.judge(pool(c, *v))
@@ -247,7 +282,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results[name]["curve"] = front
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
-              "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED}
+              "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,
+              "semantic_min_cosine": ps.MIN_COSINE, "semantic_min_lead": ps.MIN_LEAD,
+              "semantic_lead_over": ps.LEAD_OVER}
     write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,
                                             "timings_ms": {k: [round(t * 1000, 2) for t in v]
                                                            for k, v in timings.items()}})

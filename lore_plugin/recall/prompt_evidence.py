@@ -9,14 +9,23 @@ weighs little, while a rare word the prompt names and the memory never holds cou
 every candidate: a prompt about someone else's life is covered by nothing here, however close
 its meaning. The weights are Lucene's smoothed IDF, not FTS5's: FTS5 floors a word that half
 the rows hold at nothing, and in a small memory (a new user's few dozen notes) that is every
-word the prompt and its answer share."""
+word the prompt and its answer share.
+
+A prompt that names something (a capitalised word inside a sentence: "Jon", "Paris", "Rust")
+that no note holds is about something this memory has never heard of (Candidate.stranger):
+prompt_semantic.py does not answer it on meaning alone."""
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 
 from .terms import keyword_terms
+
+# A word written with a capital after another word of its sentence: a name ("Jon", "Paris",
+# "JSON"), not a sentence's first word.
+_NAMED = re.compile(r"(?<![.!?:;]) +([A-Z][\w'\u2019.\-]*)")
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,6 +49,7 @@ class Candidate:
     rare: int = -1  # its place among the hits for the prompt's rarest words (-1: not one)
     dated: bool = False  # stored on the day a prompt about that day names (prompt_candidates)
     follows: str = ""  # the id of the candidate question it comes right after (prompt_replies)
+    stranger: bool = False  # the prompt names (a capitalised word) what no note here holds
 
 
 def idf(rows_holding: int, rows: int) -> float:
@@ -59,6 +69,11 @@ def coverage(terms: dict[str, tuple[frozenset[str], int]], rows: int,
         return {fid: 0.0 for fid in docs}
     return {fid: sum(w for toks, w in weights if toks <= have) / mass
             for fid, have in docs.items()}
+
+
+def names(prompt: str) -> set[str]:
+    """The keyword terms of the prompt's words written with a capital inside a sentence."""
+    return {t for word in _NAMED.findall(prompt) for t in keyword_terms(word)}
 
 
 def with_coverage(store: Store, prompt: str, found: list[Candidate],
@@ -81,5 +96,7 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
             held |= tokens.get(a, frozenset())
         docs[c.fragment.id] = frozenset(held)
     share, own = coverage(stats, rows, docs), coverage(stats, rows, alone)
-    return [replace(c, coverage=share.get(c.fragment.id, 0.0), own=own.get(c.fragment.id, 0.0))
-            for c in found]
+    # The same for every candidate: it says what the prompt is about, not what one holds.
+    stranger = any(stats[t][1] == 0 for t in names(prompt) if t in stats)
+    return [replace(c, coverage=share.get(c.fragment.id, 0.0), own=own.get(c.fragment.id, 0.0),
+                    stranger=stranger) for c in found]
