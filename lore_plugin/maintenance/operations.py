@@ -140,8 +140,9 @@ def _stale_locks(settings: Settings, fix: bool) -> Finding:
 
 def export(settings: Settings, out: Path) -> dict[str, int]:
     """JSON Lines: a header, then one record per fragment, edge, redirect (an id store_memory
-    gave out that repeated a fragment), watermark and learning-loop failure (patterns are drawn from the failures again by the next consolidation). Vectors
-    are base64 float32, so a round trip does not even need the model."""
+    gave out that repeated a fragment), watermark and learning-loop failure (patterns are
+    drawn from the failures again by the next consolidation). Vectors are base64 float32, so
+    a round trip does not even need the model."""
     store = Store(settings.db_path, readonly=True)
     counts = {"fragments": 0, "edges": 0, "watermarks": 0, "failures": 0, "redirects": 0}
     tmp = temp_sibling(out)
