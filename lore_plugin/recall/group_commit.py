@@ -72,8 +72,6 @@ class GroupWriteFailed(LoreError):
     """The database refused the batch, even after retries, or the writer is closed."""
 
 
-
-
 class GroupWriter:
     """The single writer. `store_factory` opens its writable Store (called on its thread);
     `index` is the vector index to keep current (the caller's, so that one copy serves the
@@ -344,11 +342,12 @@ class GroupWriter:
     def _forget(self, batch: list[_Pending], results: list[Stored | BaseException]) -> None:
         """The placed rows (and those refused for good) out of the journal: their ids are in
         the database now, so a crash before this only makes the next writer skip them."""
+        fids = [r.fid for r, _, _ in batch if r.fid is not None]  # none: placed directly
         try:
-            if self._journal is None:
+            if fids and self._journal is None:
                 self._journal = StoreJournal(self.journal_path)
-            self._journal.remove([r.fid for (r, _, _), result in zip(batch, results)
-                                  if r.fid is not None])
+            if fids and self._journal is not None:
+                self._journal.remove(fids)
         except StoreError as exc:  # left there: skipped as placed when next replayed
             log.warning("could not clear placed rows from the store journal: %s", exc)
         self._placed_through(batch)
