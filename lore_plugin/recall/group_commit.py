@@ -46,7 +46,7 @@ from ..core.faults import crash_point
 from ..store import DatabaseError, Store, StoreError
 from ..store.journal import StoreJournal, journal_path
 from .group_batch import Pending as _Pending
-from .group_batch import write_batch
+from .group_batch import write_parts
 from .group_requests import StoreRequest, placed_here, query_words, take
 from .recontext import BATCH as RECONTEXT_BATCH
 from .recontext import recontext
@@ -365,7 +365,7 @@ class GroupWriter:
             self._store = None
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
-        results, provisional = write_batch(self, self._writable(), batch)
+        results, provisional = write_parts(self, self._writable(), batch)
         self._recontext_due += provisional
         return results
 
