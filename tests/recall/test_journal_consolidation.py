@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import time
 
+from lore_plugin.recall.group_requests import StoreRequest
 from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store, new_id
 from lore_plugin.store.journal import StoreJournal, journal_path
-from tests.recall.test_group_commit import until
+from tests.recall.test_group_commit import FACT, database_held, numbered, until
 from tests.recall.test_memory import tree
 from tests.recall.test_store_journal import journal_rows, writer_for
 
@@ -80,3 +81,24 @@ def test_a_repeats_id_follows_its_fragment_into_the_merge_survivor(memory):
         assert store.resolve_id(reserved) == ids["db"]  # the redirect moved on, not lost
     finally:
         store.close()
+
+
+def test_a_child_and_its_waiting_parent_in_one_batch_are_both_placed(memory):
+    """Both wait behind a busy writer and reach it in one batch: the parent is inserted only
+    at its transaction's end, so the child is placed in a transaction after it."""
+    writer = writer_for(memory)
+    try:
+        with database_held(memory.db_path):
+            blocker = writer.accept(StoreRequest(*numbered(1))).result(timeout=60)
+            until(lambda: writer.queued == 0 and not blocker.placed.done())
+            parent = writer.accept(StoreRequest(*FACT)).result(timeout=60)
+            child = writer.accept(StoreRequest(
+                "Thursday deploys need the on-call engineer present.", "Deploy needs on-call",
+                parent.fid, 3)).result(timeout=60)
+            until(lambda: writer.ready == 2)  # both embedded, waiting as one group
+        kid = child.placed.result(timeout=60)
+    finally:
+        writer.close()
+    assert max(writer.batches) == 2  # they were one batch
+    assert kid.fragment.id == child.fid and kid.fragment.parent_id == parent.fid
+    assert journal_rows(memory.db_path) == []
