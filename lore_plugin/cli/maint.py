@@ -237,8 +237,8 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
     from ..maintenance.operations import export
 
     counts = export(settings, args.file)
-    print(f"exported {counts['fragments']} fragments, {counts['edges']} edges and "
-          f"{counts['watermarks']} watermarks to {args.file}")
+    print(f"exported {counts['fragments']} fragments, {counts['edges']} edges, "
+          f"{counts['redirects']} redirects and {counts['watermarks']} watermarks to {args.file}")
     return 0
 
 
@@ -247,8 +247,9 @@ def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
     plan = plan_import(settings, args.file)
     print(f"would add {len(plan.fragments)} fragments, {len(plan.edges)} edges, "
-          f"{len(plan.watermarks)} watermarks and {len(plan.failures)} failure records; "
-          f"{plan.skipped_fragments} fragments, {plan.skipped_edges} edges and "
+          f"{len(plan.redirects)} redirects, {len(plan.watermarks)} watermarks and "
+          f"{len(plan.failures)} failure records; {plan.skipped_fragments} fragments, "
+          f"{plan.skipped_edges} edges, {plan.skipped_redirects} redirects and "
           f"{plan.skipped_failures} failure records are already here")
     problems = plan.problems.describe()
     if plan.problems.skipped_rows:

@@ -55,6 +55,8 @@ def cmd_service(args: argparse.Namespace, settings: Settings) -> int:
         print(f"memory service: pid {state.get('pid')}, version {state.get('version')}, "
               f"{'warm' if state.get('warm') else 'warming up'}, up {state.get('uptime')} s, "
               f"{state.get('answered')} requests, RSS {state.get('rss_mb')} MB")
+        if state.get("journal"):  # a service older than the journal's status says nothing
+            print(f"store journal: {state['journal']}")
         return 0
     if args.action == "stop":
         if info is None:

@@ -25,9 +25,11 @@ class ImportPlan:
     edges: list[dict[str, Any]] = field(default_factory=list)
     watermarks: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
+    redirects: list[dict[str, Any]] = field(default_factory=list)
     skipped_fragments: int = 0
     skipped_edges: int = 0
     skipped_failures: int = 0
+    skipped_redirects: int = 0
     failure_keys: set[tuple[Any, ...]] = field(default_factory=set)  # the file's, while planning
     seen: set[Any] = field(default_factory=set)  # fragment ids and edge keys the file gave
     marks: dict[str, dict[str, Any]] = field(default_factory=dict)  # watermark by file path
@@ -121,6 +123,16 @@ def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number
         else:
             plan.edges.append(edge)
             plan.lines[id(edge)] = number
+    elif "redirect" in record:
+        moved = importcheck.check_redirect(record["redirect"])
+        if ("redirect", moved["id"]) in plan.seen:
+            raise importcheck.BadRow("a redirect id that an earlier line gave already")
+        plan.seen.add(("redirect", moved["id"]))
+        if store.known_ids([moved["id"]]):  # already a redirect here, or a fragment's own id
+            plan.skipped_redirects += 1
+        else:
+            plan.redirects.append(moved)
+            plan.lines[id(moved)] = number
     elif "watermark" in record:
         mark = importcheck.check_watermark(record["watermark"], now, plan.problems)
         if mark["file_path"] in plan.marks:  # one row per file, as the upsert keeps the larger
@@ -141,8 +153,8 @@ def _plan_record(store: Store, record: Any, plan: ImportPlan, now: float, number
             plan.failure_keys.add(same)
             plan.failures.append(failure)
     else:
-        raise importcheck.BadRow("a record that is none of fragment, edge, watermark or "
-                                 "failure")
+        raise importcheck.BadRow("a record that is none of fragment, edge, redirect, "
+                                 "watermark or failure")
 
 
 def _drop_dangling(store: Store, plan: ImportPlan) -> None:
@@ -162,6 +174,17 @@ def _drop_dangling(store: Store, plan: ImportPlan) -> None:
             plan.problems.skip(plan.lines.get(id(edge), 0), "edge names a fragment that is "
                                "neither in the file nor in the database")
     plan.edges = kept
+    moved = []  # a redirect leads to a fragment that exists, and is no fragment's own id
+    for redirect in plan.redirects:
+        if redirect["id"] in incoming:
+            plan.problems.skip(plan.lines.get(id(redirect), 0), "redirect id is a fragment's "
+                               "own id in the file")
+        elif not known(redirect["target"]):
+            plan.problems.skip(plan.lines.get(id(redirect), 0), "redirect target is neither "
+                               "in the file nor in the database")
+        else:
+            moved.append(redirect)
+    plan.redirects = moved
     for frag in plan.fragments:
         if frag["superseded_by"] is not None and not known(frag["superseded_by"]):
             frag["superseded_by"] = None
@@ -199,7 +222,7 @@ def apply_import(settings: Settings, plan: ImportPlan) -> None:
 
     store = Store(settings.db_path)
     try:
-        store.import_rows(plan.fragments, plan.edges, plan.watermarks)
+        store.import_rows(plan.fragments, plan.edges, plan.watermarks, plan.redirects)
         if plan.failures:  # own transaction: they name no fragment, and a rerun skips them
             store.add_failure_records([
                 (f["session_id"], f["project"], f["kind"], kind_key(f["kind"]), f["what"],

@@ -139,11 +139,12 @@ def _stale_locks(settings: Settings, fix: bool) -> Finding:
 
 
 def export(settings: Settings, out: Path) -> dict[str, int]:
-    """JSON Lines: a header, then one record per fragment, edge, watermark and learning-loop
-    failure (patterns are drawn from the failures again by the next consolidation). Vectors
-    are base64 float32, so a round trip does not even need the model."""
+    """JSON Lines: a header, then one record per fragment, edge, redirect (an id store_memory
+    gave out that repeated a fragment), watermark and learning-loop failure (patterns are
+    drawn from the failures again by the next consolidation). Vectors are base64 float32, so
+    a round trip does not even need the model."""
     store = Store(settings.db_path, readonly=True)
-    counts = {"fragments": 0, "edges": 0, "watermarks": 0, "failures": 0}
+    counts = {"fragments": 0, "edges": 0, "watermarks": 0, "failures": 0, "redirects": 0}
     tmp = temp_sibling(out)
     fd = create_private(tmp)  # before `try`: a name we could not create is not ours to remove
     try:
@@ -161,6 +162,9 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
             for edge in store.export_edges():
                 fh.write(orjson.dumps({"edge": edge}) + b"\n")
                 counts["edges"] += 1
+            for moved in store.export_redirects():  # ids store_memory gave out for repeats
+                fh.write(orjson.dumps({"redirect": moved}) + b"\n")
+                counts["redirects"] += 1
             for mark in store.watermark_rows():
                 fh.write(orjson.dumps({"watermark": mark}) + b"\n")
                 counts["watermarks"] += 1

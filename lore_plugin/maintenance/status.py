@@ -130,6 +130,9 @@ def status_lines(settings: Settings) -> list[str]:
                 lines.append("consolidated never")
         finally:
             store.close()
+        from ..store.journal import backlog_line
+
+        lines.append(f"journal    {backlog_line(db, time.time())}")
     else:
         lines.append("memory     empty (no database yet)")
     try:

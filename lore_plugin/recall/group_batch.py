@@ -6,12 +6,14 @@ answered from it, not placed twice."""
 
 from __future__ import annotations
 
+import logging
 import time
 from concurrent.futures import Future
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..core.errors import InvalidInput
+from ..core.errors import InvalidInput, LoreError
 from ..core.faults import crash_point
 from ..store import Store
 from .group_requests import StoreRequest, alone, keep, placed_here, query_words
@@ -25,8 +27,28 @@ if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
     from .search import VectorIndex
 
+log = logging.getLogger(__name__)
 # A request, its caller's future, and its placement query's text and vector (stage one).
 Pending = tuple[StoreRequest, "Future[Stored]", tuple[str, Any] | None]
+
+
+def parent_now(store: Store, request: StoreRequest) -> StoreRequest:
+    """The parent a journal row named, as it is at placement: consolidation may have merged
+    it away (its survivor takes the child) or forgotten it since the row was accepted. An
+    accepted store is never dropped for that: with no live parent at the right depth it is
+    placed as if it had named none (under the best match at its depth), and the log says so."""
+    if not request.parent_id or request.fid is None:  # not from the journal: checked as ever
+        return request
+    try:
+        parent = store.get(store.live_version(store.resolve_id(request.parent_id)))
+    except LoreError:
+        parent = None
+    if parent is not None and parent.superseded_by is None and parent.depth == request.depth - 1:
+        return request if parent.id == request.parent_id else replace(request,
+                                                                      parent_id=parent.id)
+    log.warning("store %s: its parent %s is gone or merged away since it was accepted; "
+                "placed under the best match instead", request.fid, request.parent_id)
+    return replace(request, parent_id=None)
 
 
 class GroupWriter(Protocol):
@@ -39,6 +61,29 @@ class GroupWriter(Protocol):
     project: str | None
     timings: dict[str, float]
     model_calls: int
+
+
+def write_parts(writer: GroupWriter, store: Store, batch: list[Pending]
+                ) -> tuple[list[Stored | BaseException], int]:
+    """The batch in parts, each its own transaction, cut before a request whose parent is a
+    reserved id placed earlier in the same part: a placement reads its parent from the
+    database, and that parent is inserted only at its part's end (without the cut the child
+    found no parent and was dropped). A retry after a failure in a later part answers the
+    earlier parts' rows from the database (their ids are known), placing nothing twice."""
+    results: list[Stored | BaseException] = []
+    provisional = 0
+    start = 0
+    while start < len(batch):
+        end, fids = start, set()
+        while end < len(batch) and (end == start or batch[end][0].parent_id not in fids):
+            if batch[end][0].fid is not None:
+                fids.add(batch[end][0].fid)
+            end += 1
+        done, more = write_batch(writer, store, batch[start:end])
+        results += done
+        provisional += more
+        start = end
+    return results, provisional
 
 
 def write_batch(writer: GroupWriter, store: Store, batch: list[Pending]
@@ -74,6 +119,7 @@ def write_batch(writer: GroupWriter, store: Store, batch: list[Pending]
         for i, request in enumerate(requests):
             if outcome[i] is not None:
                 continue
+            request = parent_now(store, request)
             memory.project = request.project or writer.project
             step = partial(place_knowledge, memory, request.content, request.summary,
                            request.parent_id, request.depth, request.source,

@@ -46,7 +46,7 @@ from ..core.faults import crash_point
 from ..store import DatabaseError, Store, StoreError
 from ..store.journal import StoreJournal, journal_path
 from .group_batch import Pending as _Pending
-from .group_batch import write_batch
+from .group_batch import write_parts
 from .group_requests import StoreRequest, placed_here, query_words, take
 from .recontext import BATCH as RECONTEXT_BATCH
 from .recontext import recontext
@@ -70,8 +70,6 @@ CLOSE_WAIT = 10.0  # seconds the in-process server's writer may take to drain at
 
 class GroupWriteFailed(LoreError):
     """The database refused the batch, even after retries, or the writer is closed."""
-
-
 
 
 class GroupWriter:
@@ -344,11 +342,12 @@ class GroupWriter:
     def _forget(self, batch: list[_Pending], results: list[Stored | BaseException]) -> None:
         """The placed rows (and those refused for good) out of the journal: their ids are in
         the database now, so a crash before this only makes the next writer skip them."""
+        fids = [r.fid for r, _, _ in batch if r.fid is not None]  # none: placed directly
         try:
-            if self._journal is None:
+            if fids and self._journal is None:
                 self._journal = StoreJournal(self.journal_path)
-            self._journal.remove([r.fid for (r, _, _), result in zip(batch, results)
-                                  if r.fid is not None])
+            if fids and self._journal is not None:
+                self._journal.remove(fids)
         except StoreError as exc:  # left there: skipped as placed when next replayed
             log.warning("could not clear placed rows from the store journal: %s", exc)
         self._placed_through(batch)
@@ -366,7 +365,7 @@ class GroupWriter:
             self._store = None
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
-        results, provisional = write_batch(self, self._writable(), batch)
+        results, provisional = write_parts(self, self._writable(), batch)
         self._recontext_due += provisional
         return results
 

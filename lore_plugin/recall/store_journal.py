@@ -74,10 +74,11 @@ class Acceptor:
                  clock: Callable[[], float] = time.time) -> None:
         self.journal_path, self.db_path = journal, db_path
         self.hand_on, self.clock = hand_on, clock
+        self.journal_error: str | None = None  # why the journal is not used, once it failed
         # Requests; or an int: hand on again the journal's rows up to that seq (a batch the
         # database refused, its rows still in the journal); None: the end.
         self._queue: queue.SimpleQueue[_Waiting | int | None] = queue.SimpleQueue()
-        self._failure: BaseException | None = None  # the journal failed: refuse from now on
+        self._failure: BaseException | None = None  # the journal failed: placed directly now
         self.replayed = threading.Event()  # the leftovers are handed on
         self._thread = threading.Thread(target=self._run, name="lore-store-accept", daemon=True)
         self._thread.start()
@@ -86,15 +87,34 @@ class Acceptor:
         accepted: Future[Accepted] = Future()
         placed: Future[Stored] = Future()
         try:
-            if self._failure is not None:
-                raise self._failure
             request = checked(request)
-        except Exception as exc:  # noqa: BLE001 - bad arguments, or no journal:  # bad arguments: refused at once, nothing written
-            accepted.set_exception(exc)  # refused at once, nothing written
+        except Exception as exc:  # noqa: BLE001 - bad arguments: refused at once, nothing written
+            accepted.set_exception(exc)
             placed.set_exception(exc)
             return accepted, placed
+        if self._failure is not None:
+            self._direct((request, accepted, placed))
+            return accepted, placed
         self._queue.put((request, accepted, placed))
+        if self._failure is not None:  # it failed meanwhile, maybe after draining the queue
+            self._drain_directly()
         return accepted, placed
+
+    def _direct(self, waiting: _Waiting) -> None:
+        """The journal cannot be used: the request goes straight to the writer, as before the
+        journal, and is accepted only once it is placed (its answer then says where it went;
+        durable in the database, not in a journal row)."""
+        request, accepted, placed = waiting
+
+        def answered(done: Future[Stored]) -> None:
+            failure = done.exception()
+            if failure is not None:
+                accepted.set_exception(failure)
+            else:
+                accepted.set_result(Accepted(done.result().fragment.id, 0, request, placed,
+                                             idle=True))
+        placed.add_done_callback(answered)
+        self.hand_on([(request, placed)])
 
     def again(self, through: int) -> None:
         """The writer could not place rows up to `through`: they are handed on once more."""
@@ -122,10 +142,11 @@ class Acceptor:
                     self._accept(journal, store, taken)
                 if stopping:
                     return
-        except BaseException as exc:  # noqa: BLE001 - the journal cannot be opened or written
-            log.exception("the store journal failed; store_memory refuses until restart")
-            self._failure = StoreError(f"the store journal cannot be written: {exc}")
-            self._refuse_all(self._failure)
+        except StoreError as exc:  # the journal cannot be opened or written: one line
+            self._give_up(exc)
+        except BaseException as exc:  # noqa: BLE001 - a bug: the same fallback, with its trace
+            log.exception("the store journal failed")
+            self._give_up(exc)
         finally:
             for held in (store, journal):
                 if held is not None:
@@ -192,12 +213,21 @@ class Acceptor:
                 f"depth {depth + 1}, not {request.depth}")
         return request
 
-    def _refuse_all(self, exc: BaseException) -> None:
+    def _give_up(self, exc: BaseException) -> None:
+        """From now on (until restart) stores are placed directly, without the journal; what
+        was queued meanwhile too. Whatever the journal already held stays there for the next
+        start that can read it."""
+        self.journal_error = str(exc)
+        log.warning("store_memory places directly, without its journal, until restart: %s", exc)
+        self._failure = exc
+        self.replayed.set()
+        self._drain_directly()
+
+    def _drain_directly(self) -> None:
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
             if isinstance(item, tuple):
-                item[1].set_exception(exc)
-                item[2].set_exception(exc)
+                self._direct(item)

@@ -227,6 +227,18 @@ def check_edge(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     return edge
 
 
+def check_redirect(row: Any) -> dict[str, str]:
+    """An id store_memory gave out for a store that repeated `target` (fragment_redirects).
+    The id is kept lowercase, as Store.resolve_id looks it up."""
+    if not isinstance(row, dict):
+        raise BadRow("redirect is not a JSON object")
+    moved = {"id": str(_id(row.get("id"), "redirect id")).lower(),
+             "target": str(_id(row.get("target"), "redirect target"))}
+    if moved["id"] == moved["target"].lower():
+        raise BadRow("redirect points to itself")
+    return moved
+
+
 def check_failure(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     """A learning-loop failure record (what broke in a session, its kind, the fix)."""
     if not isinstance(row, dict):

@@ -15,6 +15,7 @@ from ..recall.memory import Memory
 from ..recall.prompt_recall import answer as answer_prompt
 from ..recall.prompt_recall import serve as serve_prompt
 from ..recall.space_notes import answer_with_spaces
+from ..store.journal import backlog_line
 from .answers import run_tool
 from .engine import Service, ToolFailure
 from .hub_notes import HubNotes
@@ -130,7 +131,8 @@ class Ops:
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "version": self.version, "warm": self.engine.warm.is_set(),
                 "uptime": round(time.monotonic() - self.started, 1), "answered": self.answered,
-                "rss_mb": rss_mb(), "db": str(self.engine.memory.db_path)}
+                "rss_mb": rss_mb(), "db": str(self.engine.memory.db_path),
+                "journal": backlog_line(self.engine.memory.db_path, time.time())}
 
 
 def rss_mb() -> float | None:

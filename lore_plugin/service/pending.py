@@ -14,12 +14,15 @@ All of this is within one process's writer (the service's, shared by every sessi
 
 from __future__ import annotations
 
+import logging
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..recall import render
 from ..recall.group_commit import GroupWriter, group_writer, running_writer
 from ..recall.terms import keyword_terms
+from ..store import StoreError
 from ..store.journal import StoreJournal, journal_path
 from .tool_schema import PendingOut, StoreAnswer
 
@@ -33,6 +36,8 @@ QUICK_PLACE = 5.0  # s an idle writer's placement may take before the answer goe
 SETTLE = 2.0  # s a query waits for the stores accepted before it to be placed
 MOST_PENDING = 5  # journal rows a query lists at most
 _looked: weakref.WeakSet[Memory] = weakref.WeakSet()  # journal leftovers looked for
+_unreadable: set[str] = set()  # journal files found unreadable (logged once each)
+log = logging.getLogger(__name__)
 
 
 def pending_answer(accepted: Accepted) -> tuple[str, StoreAnswer]:
@@ -57,11 +62,25 @@ def settle(memory: Memory) -> list[JournalRow]:
     target = writer.accepted_seq
     if writer.wait_placed(target, SETTLE):
         return []
-    journal = StoreJournal(writer.journal_path)
+    journal = _opened(writer.journal_path)
+    if journal is None:
+        return []
     try:
         return journal.pending()
     finally:
         journal.close()
+
+
+def _opened(path: Path) -> StoreJournal | None:
+    """The journal, or None (said once in the log) when it cannot be opened: queries then go
+    on without what waits in it, and stores are placed directly (store_journal.py)."""
+    try:
+        return StoreJournal(path)
+    except StoreError as exc:
+        if str(path) not in _unreadable:
+            _unreadable.add(str(path))
+            log.warning("%s", exc)
+        return None
 
 
 def _replaying(memory: Memory) -> GroupWriter | None:
@@ -74,7 +93,9 @@ def _replaying(memory: Memory) -> GroupWriter | None:
     path = journal_path(memory.db_path)
     if not path.exists():
         return None
-    journal = StoreJournal(path)
+    journal = _opened(path)
+    if journal is None:
+        return None
     try:
         left = journal.count()
     finally:
@@ -114,7 +135,9 @@ def journaled(memory: Memory, fid: str) -> str | None:
     writer = running_writer(memory)
     if writer is None:
         return None
-    journal = StoreJournal(writer.journal_path)
+    journal = _opened(writer.journal_path)
+    if journal is None:
+        return None
     try:
         row = journal.get(fid.strip().lower())
     finally:

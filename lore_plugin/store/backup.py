@@ -28,6 +28,11 @@ class Backup(Vectors, WrittenDates):
         for row in self.conn.execute(f"SELECT {', '.join(keys)} FROM edges ORDER BY rowid"):
             yield dict(zip(keys, row))
 
+    def export_redirects(self) -> Iterator[dict[str, Any]]:
+        """store_memory ids that repeated a fragment (schema 9): each still names its target."""
+        for row in self.conn.execute("SELECT id, target FROM fragment_redirects ORDER BY id"):
+            yield {"id": row[0], "target": row[1]}
+
     def watermark_rows(self) -> list[dict[str, Any]]:
         return [{"file_path": r[0], "byte_offset": r[1], "last_processed": r[2]}
                 for r in self.conn.execute("SELECT file_path, byte_offset, last_processed FROM watermarks")]
@@ -40,9 +45,11 @@ class Backup(Vectors, WrittenDates):
                          (source, target, kind)) is not None
 
     def import_rows(self, fragments: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]],
-                    watermarks: Sequence[dict[str, Any]]) -> None:
+                    watermarks: Sequence[dict[str, Any]],
+                    redirects: Sequence[dict[str, Any]] = ()) -> None:
         """Adds what is not there yet, in one transaction. Supersession pointers are set after
-        every fragment exists, so the order of the file does not matter."""
+        every fragment exists, so the order of the file does not matter; so are redirects
+        (their targets must exist: the foreign key)."""
         from ..safety.redact import redact
 
         cols = self.EXPORT_COLUMNS
@@ -68,6 +75,10 @@ class Backup(Vectors, WrittenDates):
                 "ON CONFLICT(file_path) DO UPDATE SET byte_offset = max(byte_offset, "
                 "excluded.byte_offset)",
                 [(w["file_path"], w["byte_offset"], w["last_processed"]) for w in watermarks])
+            self.conn.executemany(  # never over a fragment's own id, never over a redirect
+                "INSERT OR IGNORE INTO fragment_redirects (id, target) SELECT ?, ? WHERE NOT "
+                "EXISTS (SELECT 1 FROM fragments WHERE id = ?)",
+                [(r["id"], r["target"], r["id"]) for r in redirects])
             self.bump_vector_epoch()
 
 

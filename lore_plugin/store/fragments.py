@@ -88,8 +88,8 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
         if self._one("SELECT 1 FROM fragments WHERE id = ?", (given,)):
             return given
         moved = self._one("SELECT target FROM fragment_redirects WHERE id = ?", (given,))
-        if moved is not None:  # a store_memory id that repeated this fragment
-            return str(moved)
+        if moved is not None:  # a store_memory id that repeated this fragment: it names the
+            return self.live_version(str(moved))  # fact, so a merge's survivor now
         rows = self.conn.execute(
             "SELECT id FROM fragments WHERE id >= ? AND id < ? ORDER BY id LIMIT 6",
             (given, given + "\U0010ffff")).fetchall()
@@ -99,6 +99,16 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
             shown = ", ".join(r[0][:12] for r in rows[:5])
             raise AmbiguousId(f"{given} matches several fragments ({shown}); give more characters")
         return str(rows[0][0])
+
+    def live_version(self, fid: str) -> str:
+        """`fid`, or the fragment that superseded it (a merge's survivor), followed to the
+        live end of the chain (bounded: an imported loop must not hang)."""
+        for _ in range(32):
+            newer = self._one("SELECT superseded_by FROM fragments WHERE id = ?", (fid,))
+            if not newer:
+                break
+            fid = str(newer)
+        return fid
 
     def redirect(self, reserved: str, target: str) -> None:
         """store_memory gave out `reserved` for a request that repeated `target`."""
@@ -199,5 +209,10 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
             self.reparent_children(fid, parent, now)
             self.conn.execute("UPDATE fragments SET superseded_by = NULL WHERE superseded_by = ?",
                               (fid,))
+            # A store_memory id that redirected here follows a merge's survivor rather than
+            # vanish with the fragment (the foreign key would drop it).
+            self.conn.execute("UPDATE fragment_redirects SET target = (SELECT superseded_by "
+                              "FROM fragments WHERE id = ?1) WHERE target = ?1 AND (SELECT "
+                              "superseded_by FROM fragments WHERE id = ?1) IS NOT NULL", (fid,))
             self.conn.execute("DELETE FROM fragments WHERE id = ?", (fid,))
             self.bump_vector_epoch()

@@ -112,6 +112,41 @@ class StoreJournal:
     def count(self) -> int:
         return int(self.conn.execute("SELECT count(*) FROM store_journal").fetchone()[0])
 
+    def oldest(self) -> float | None:
+        """When the oldest waiting request was received (None: nothing waits)."""
+        row = self.conn.execute("SELECT min(received_at) FROM store_journal").fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
     @staticmethod
     def _row(row: Any) -> JournalRow:
         return int(row[0]), str(row[1]), row[2], float(row[3]), json.loads(row[4])
+
+
+def backlog(db_path: Path | str) -> tuple[int, float | None]:
+    """How many store requests wait in the journal beside `db_path`, and when the oldest came
+    (for `lore status` and `lore service status`). No file: none wait, and none is made.
+    StoreError: the file cannot be opened (corrupt, unreadable, from a newer Lore)."""
+    path = journal_path(db_path)
+    if not path.exists():
+        return 0, None
+    journal = StoreJournal(path)
+    try:
+        return journal.count(), journal.oldest()
+    except apsw.Error as exc:
+        raise StoreError(f"cannot read the store journal {path}: {exc}") from exc
+    finally:
+        journal.close()
+
+
+def backlog_line(db_path: Path | str, now: float) -> str:
+    """One line on the journal for a person: what waits, or why it cannot be read (never a
+    traceback; store_memory then places each request directly, recall/store_journal.py)."""
+    try:
+        waiting, oldest = backlog(db_path)
+    except StoreError as exc:
+        return (f"unreadable ({exc}); store_memory answers after placement until the file is "
+                "moved aside")
+    if not waiting:
+        return "no store waiting for placement"
+    age = max(0.0, now - oldest) if oldest is not None else 0.0
+    return f"{waiting} store(s) waiting for placement, the oldest for {age:.1f} s"

@@ -75,7 +75,7 @@ def test_export_then_import_into_an_empty_database_loses_nothing(memory, setting
     backup = tmp_path / "backup.jsonl"
     counts = export(settings, backup)
     assert counts == {"fragments": 8, "edges": 8, "watermarks": 1,  # 6 hierarchy + 2
-                      "failures": 0}
+                      "failures": 0, "redirects": 0}
     fresh = Settings(db_path=tmp_path / "fresh.db", home=settings.home)
     plan = plan_import(fresh, backup)
     assert len(plan.fragments) == 8 and plan.skipped_fragments == 0

@@ -90,7 +90,7 @@ def test_import_skips_each_bad_row_with_its_reason_and_imports_the_rest(memory, 
         "edge kind is not one of associative, hierarchical, supersedes, temporal": 1,
         "watermark lies beyond the end of its transcript": 1,
         "watermark file_path is not a plain absolute path": 1,
-        "a record that is none of fragment, edge, watermark or failure": 1,
+        "a record that is none of fragment, edge, redirect, watermark or failure": 1,
         "a line that is not a JSON object": 1,
         "not JSON": 1,
         # the detail's hierarchical edge: its fragment (depth 99) was skipped

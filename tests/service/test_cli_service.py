@@ -39,6 +39,7 @@ def test_the_service_is_started_asked_and_stopped_from_the_command_line(lore, tm
     assert recalled.returncode == 0 and "blue-green switch time" in recalled.stdout
     status = lore("service", "status").stdout
     assert f"pid {pid}" in status and "requests" in status  # the recall went to the service
+    assert "store journal: no store waiting for placement" in status
     assert "2 requests" in status or "3 requests" in status
     assert "draining" in lore("service", "stop").stdout
     wait_gone(pid)
