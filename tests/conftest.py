@@ -36,6 +36,17 @@ class Clock:
         self.now += days * DAY + seconds
 
 
+def note_adder(mem: Memory, ids: dict[str, str]):
+    """add(text, summary, parent, depth) -> id: stores a user's note at a given place and
+    remembers its id by summary, for tests that build a small tree by hand."""
+
+    def add(text: str, summary: str, parent: str | None, depth: int) -> str:
+        ids[summary] = mem.store(text, summary, parent_id=parent, depth=depth, source="user").id
+        return ids[summary]
+
+    return add
+
+
 @pytest.fixture(scope="session")
 def embedder() -> LocalEmbedder:
     model = LocalEmbedder(MODEL_CACHE)

@@ -12,6 +12,7 @@ import pytest
 from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_evidence, prompt_judge, prompt_recall
 from lore_plugin.recall.memory import Memory
+from tests.conftest import note_adder
 
 WINDOW = "The billing deploy window is Thursday 09:00 UTC"
 APPROVAL = "Billing deploys need on-call approval"
@@ -25,10 +26,7 @@ def memory(isolated_home: Path, embedder, clock):
     """Billing (deploys, invoices) and editor settings, as topic › concept › fact."""
     mem = Memory(isolated_home / "memory.db", embedder, clock=clock)
     ids: dict[str, str] = {}
-
-    def add(text: str, summary: str, parent: str | None, depth: int) -> str:
-        ids[summary] = mem.store(text, summary, parent_id=parent, depth=depth, source="user").id
-        return ids[summary]
+    add = note_adder(mem, ids)
 
     billing = add("How the billing service is built, shipped and run", "Billing service", None, 0)
     deploys = add("When and how billing deploys happen", "Billing deploys", billing, 1)

@@ -10,6 +10,7 @@ import pytest
 
 from lore_plugin.recall import prompt_judge, prompt_recall
 from lore_plugin.recall.memory import Memory
+from tests.conftest import note_adder
 
 ROLLBACK = "Rollback is one argocd command"
 RETENTION = "Log retention: 30 days, audit one year"
@@ -23,10 +24,7 @@ def memory(isolated_home: Path, embedder, clock):
     weekly routines alike in meaning."""
     mem = Memory(isolated_home / "memory.db", embedder, clock=clock)
     ids: dict[str, str] = {}
-
-    def add(text: str, summary: str, parent: str | None, depth: int) -> str:
-        ids[summary] = mem.store(text, summary, parent_id=parent, depth=depth, source="user").id
-        return ids[summary]
+    add = note_adder(mem, ids)
 
     ops = add("How the shop's services are deployed and kept running", "Operations", None, 0)
     rel = add("Shipping releases and undoing them", "Releases", ops, 1)
