@@ -50,11 +50,13 @@ from bench_recall import (  # noqa: E402
     DEFAULT_LOCOMO,
     DEFAULT_PEER,
     CachedEmbedder,
+    Corpus,
     build_database,
     load_locomo,
     load_paraphrase,
     load_peer,
 )
+import recall_tool  # noqa: E402
 from common import percentile, table, write_json  # noqa: E402
 
 from lore_plugin.core.types import Fragment  # noqa: E402
@@ -64,7 +66,7 @@ from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
-DATASETS = ("paraphrase", "peer", "locomo")
+DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool")
 BOTH = "both halves"
 COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
@@ -214,25 +216,77 @@ def ceiling(cases: list[pc.Case]) -> dict[str, float]:
     return out
 
 
-def collect(limit: int | None) -> tuple[list[pc.Case], dict[str, list[float]]]:
+def show(cases: list[pc.Case], rule: Rule) -> None:
+    """Every related prompt the rule leaves without its answer (what it injected instead, or
+    nothing, and where the gold item stood among the candidates) and every unrelated prompt
+    it injects for: the cases to read before changing the judge."""
+    for case in cases:
+        got = rule(case)
+        _, ids = pr.compose(got, where=case.where)
+        if case.related and case.gold & set(ids) or not case.related and not ids:
+            continue
+        gold = [(i, c) for i, c in enumerate(hook(case)) if c.fragment.id in case.gold]
+        print(f"\n[{case.dataset} {case.half} {'related' if case.related else 'UNRELATED'}]"
+              f" {case.question}")
+        for i, c in gold:
+            print(f"  gold #{i} d{c.fragment.depth} cos {c.cosine:.2f} cov {c.coverage:.2f}"
+                  f" own {c.own:.2f} rank {c.rank}: {c.fragment.summary[:90]}")
+        if case.related and not gold:
+            print("  gold not among the candidates")
+        for f in got:
+            c = next(x for x in hook(case) if x.fragment.id == f.id)
+            print(f"  got d{f.depth} cos {c.cosine:.2f} cov {c.coverage:.2f} own {c.own:.2f}"
+                  f" rank {c.rank} {'' if f.id in ids else '(cut) '}"
+                  f"{case.where.get(f.id, '')} > {f.summary[:80]}")
+
+
+def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str, list[float]]]:
+    """The cases of the sets in `only`; "peer-tool" and "paraphrase-tool" are the peer corpus
+    and the paraphrase set's facts stored one note at a time through store_memory (peer:
+    recall_tool.store_one_by_one, a topic per project given; paraphrase: content and summary
+    only, Lore's placement making the topics and concepts: prompt_cases.store_placed)."""
     model = LocalEmbedder(CACHE / "models")
-    locomo = load_locomo(DEFAULT_LOCOMO, limit)
+    locomo = load_locomo(DEFAULT_LOCOMO, limit if "locomo" in only else 1)
     peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
     lf, pf, qf = CACHE / "recall-locomo", CACHE / "recall-peer", CACHE / "recall-paraphrase"
-    emb = {f: CachedEmbedder(model, f / "embeddings.sqlite") for f in (lf, pf, qf)}
-    built = {i: build_database(c, lf, emb[lf]) for i, c in enumerate(locomo)}
+    tf = CACHE / "recall-peer-tool"
+    emb = {f: CachedEmbedder(model, f / "embeddings.sqlite") for f in (lf, pf, qf, tf)}
+    built = {i: build_database(c, lf, emb[lf])
+             for i, c in enumerate(locomo if "locomo" in only else locomo[:1])}
     peer_db, peer_ids = build_database(peer, pf, emb[pf])
-    para_db, para_ids = build_database(para, qf, emb[qf])
     timings: dict[str, list[float]] = {d: [] for d in DATASETS}
-    cases = pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,
-                       pc.split([q.text for q in para.questions]), emb[qf], timings["paraphrase"])
-    cases += pc.ask_all("peer", peer, peer_db, peer_ids, locomo[0], built[0][0],
-                        pc.split([q.text for q in peer.questions]), emb[pf], timings["peer"])
-    halves = pc.split([c.name for c in locomo])
-    for i, c in enumerate(locomo):
-        j = (i + 1) % len(locomo)
-        other = (locomo[j], built[j][0]) if j != i else (None, None)
-        cases += pc.ask_all("locomo", c, *built[i], *other, halves, emb[lf], timings["locomo"])
+    cases: list[pc.Case] = []
+    if "paraphrase" in only:
+        para_db, para_ids = build_database(para, qf, emb[qf])
+        cases += pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,
+                            pc.split([q.text for q in para.questions]), emb[qf],
+                            timings["paraphrase"])
+    if "peer" in only:
+        cases += pc.ask_all("peer", peer, peer_db, peer_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[pf], timings["peer"])
+    tool_now = recall_tool.peer_now(DEFAULT_PEER)
+    tool_db = tf / "peer-tool.db"
+    tool = Corpus("peer-tool", [], peer.questions, 1, tool_now)
+    if only & {"peer-tool", "paraphrase-tool"}:
+        tool_ids = recall_tool.store_one_by_one(DEFAULT_PEER, tool_db, emb[tf], tool_now)
+    if "peer-tool" in only:
+        cases += pc.ask_all("peer-tool", tool, tool_db, tool_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[tf],
+                            timings["peer-tool"])
+    if "paraphrase-tool" in only:
+        placed_db = qf / "paraphrase-tool.db"
+        placed_ids = pc.store_placed(para, placed_db, emb[qf])
+        cases += pc.ask_all("paraphrase-tool", replace(para, name="paraphrase-tool"),
+                            placed_db, placed_ids, tool, tool_db,
+                            pc.split([q.text for q in para.questions]), emb[qf],
+                            timings["paraphrase-tool"])
+    if "locomo" in only:
+        halves = pc.split([c.name for c in locomo])
+        for i, c in enumerate(locomo):
+            j = (i + 1) % len(locomo)
+            other = (locomo[j], built[j][0]) if j != i else (None, None)
+            cases += pc.ask_all("locomo", c, *built[i], *other, halves, emb[lf],
+                                timings["locomo"])
     return cases, timings
 
 
@@ -241,16 +295,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--json")
     parser.add_argument("--cases", type=Path, help="reuse (or write) the cases in this file")
+    parser.add_argument("--only", default=",".join(DATASETS),
+                        help="the sets to search and score, comma-separated: "
+                        + ", ".join(DATASETS))
+    parser.add_argument("--show", action="store_true",
+                        help="print every related prompt of the chosen judge that did not "
+                        "answer, and every injection that is not an answer")
     args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if only - set(DATASETS):
+        parser.error(f"unknown set(s) {', '.join(sorted(only - set(DATASETS)))}")
     timings: dict[str, list[float]] = {}
     if args.cases and args.cases.exists():
         cases = pc.load(args.cases)
     else:
-        cases, timings = collect(args.limit_conversations)
+        cases, timings = collect(args.limit_conversations, only)
         if args.cases:
             pc.save(cases, args.cases)
     results: dict[str, Any] = {}
-    for name in DATASETS:
+    for name in (d for d in DATASETS if d in only):
         mine = {h: [c for c in cases if c.dataset == name and c.half == h] for h in pc.HALVES}
         mine[BOTH] = mine[pc.HALVES[0]] + mine[pc.HALVES[1]]
         counts = ", ".join(f"{h} {sum(c.related for c in mine[h])}" for h in pc.HALVES)
@@ -280,6 +343,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                        ("coverage", "precision", "unrelated"))
                             for h in pc.HALVES] for k in front]), flush=True)
         results[name]["curve"] = front
+        if args.show:
+            show(mine[BOTH], lambda c: pj.judge(hook(c)))
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
               "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,
