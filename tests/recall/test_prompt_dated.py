@@ -126,7 +126,9 @@ TITLED = [("toast-analytics | 2025-01-10 | Tools: Read, Write",
           ("claude-memory | 2025-02-12 | Tools: Edit",
            "Added the session summary hook and its retry on a busy database."),
           ("claude-memory | 2025-03-15 | Tools: Read, Edit",
-           "Profiled the indexer and cached the tokenizer between batches.")]
+           "Profiled the indexer and cached the tokenizer between batches."),
+          ("personal-docs | budget | Tools: Write",
+           "Planned the budget review for January 2025 with the finance team.")]
 
 
 @pytest.fixture()
@@ -149,8 +151,9 @@ def test_a_note_stored_today_about_a_past_day_answers_a_prompt_about_that_day(to
     assert {m.depth for m in (mem.get(i) for i in ids.values())} == {2}  # placed, not given
     assert ask(mem, "what happened on 2025-01-10?") == [ids["2025-01-10"]]
     assert ask(mem, "what was done on 2025-03-15") == [ids["2025-03-15"]]
-    assert set(ask(mem, "what did we work on in January 2025?")) == {ids["2025-01-10"],
-                                                                    ids["2025-01-28"]}
+    # A note naming the whole month is of the month, not of each of its days.
+    assert set(ask(mem, "what did we work on in January 2025?")) == {
+        ids["2025-01-10"], ids["2025-01-28"], ids["budget"]}
 
 
 def test_a_day_no_note_names_and_a_day_not_over_get_nothing_from_the_written_days(told, clock):
