@@ -45,6 +45,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import prompt_cases as pc  # noqa: E402
+import recall_tool  # noqa: E402
 from bench_recall import (  # noqa: E402
     CACHE,
     DEFAULT_LOCOMO,
@@ -56,7 +57,6 @@ from bench_recall import (  # noqa: E402
     load_paraphrase,
     load_peer,
 )
-import recall_tool  # noqa: E402
 from common import percentile, table, write_json  # noqa: E402
 
 from lore_plugin.core.types import Fragment  # noqa: E402
