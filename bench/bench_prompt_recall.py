@@ -121,6 +121,31 @@ def semantic(case: pc.Case, agreeing: bool = False, **variant: Any) -> list[Frag
     return got or ps.answer(found, **variant)
 
 
+def full_words(case: pc.Case, min_coverage: float = 0.95, min_own: float = 0.5
+               ) -> list[Fragment]:
+    """The judge, but when it gives nothing, the notes (in search's order, at most MOST)
+    that hold all the prompt's rare words with their branch and `min_own` of them in their
+    own text: "Sarah Chen work" against long notes that name her, whose cosine is low."""
+    got = pj.judge(hook(case))
+    if got:
+        return got
+    return [c.fragment for c in pj.answered(hook(case))
+            if c.coverage >= min_coverage and c.own >= min_own][:pj.MOST]
+
+
+def words_elsewhere(case: pc.Case, min_own: float = 0.3, field: str = "own"
+                    ) -> list[Fragment]:
+    """The judge, but the semantic path silent when another note holds `min_own` of the
+    prompt's rare words in its own text (`field`): the words point at that note, which fell
+    short of the gate; the closest by meaning is then the near miss ("Sourcegraph code
+    search" → a note on the codebase indexer, while the note naming Sourcegraph waits)."""
+    got = pj.judge(hook(case), semantic=False)
+    found = pj.answered(hook(case))
+    if got or any(getattr(x, field) >= min_own for x in found):
+        return got
+    return ps.answer(found)
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -147,6 +172,13 @@ def rules() -> dict[str, Rule]:
         lambda c: semantic(c, agreeing=True)
     out["semantic path, but a question given rather than its reply"] = \
         lambda c: semantic(c, replies=False)
+    for field in ("own", "coverage"):
+        for share in (0.3, 0.5):
+            out[f"semantic path silent when a note's {field} ≥ {share:.1f}"] = \
+                lambda c, f=field, m=share: words_elsewhere(c, m, f)
+    for cov, own in ((0.95, 0.5), (0.95, 0.6), (0.95, 0.7), (0.8, 0.5), (0.95, 0.0)):
+        out[f"chosen, else notes holding ≥ {cov:.2f} of the words, ≥ {own:.2f} their own"] = \
+            lambda c, a=cov, b=own: full_words(c, a, b)
     out["chosen, and a prompt naming what no note holds silenced on every path"] = \
         lambda c: [] if any(x.stranger for x in hook(c)) else pj.judge(hook(c))
     for lim, kids, rare in VARIANTS:
