@@ -66,7 +66,7 @@ from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
-DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool")
+DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed")
 BOTH = "both halves"
 COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
@@ -275,8 +275,10 @@ def show(cases: list[pc.Case], rule: Rule) -> None:
 def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str, list[float]]]:
     """The cases of the sets in `only`; "peer-tool" and "paraphrase-tool" are the peer corpus
     and the paraphrase set's facts stored one note at a time through store_memory (peer:
-    recall_tool.store_one_by_one, a topic per project given; paraphrase: content and summary
-    only, Lore's placement making the topics and concepts: prompt_cases.store_placed)."""
+    recall_tool.store_one_by_one, a topic per project given, every note stored on one day;
+    paraphrase: content and summary only, Lore's placement making the topics and concepts:
+    prompt_cases.store_placed); "peer-placed" is the peer's notes stored as the paraphrase's,
+    each on its own day."""
     model = LocalEmbedder(CACHE / "models")
     locomo = load_locomo(DEFAULT_LOCOMO, limit if "locomo" in only else 1)
     peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
@@ -312,6 +314,13 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
                             placed_db, placed_ids, tool, tool_db,
                             pc.split([q.text for q in para.questions]), emb[qf],
                             timings["paraphrase-tool"])
+    if "peer-placed" in only:
+        placed_db = pf / "peer-placed.db"
+        placed_ids = pc.store_placed(peer, placed_db, emb[pf])
+        cases += pc.ask_all("peer-placed", replace(peer, name="peer-placed"), placed_db,
+                            placed_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[pf],
+                            timings["peer-placed"])
     if "locomo" in only:
         halves = pc.split([c.name for c in locomo])
         for i, c in enumerate(locomo):
