@@ -61,7 +61,7 @@ def mark(store: Store, window: TimeWindow, now: float, text: str, found: list[Ca
     inside = [c for c in found if window.start <= c.fragment.created_at < window.end
               or c.fragment.id in written]
     if others and inside:
-        asked = _asked(store, words)
+        asked = _asked(store, words, day=span <= DAY_SPAN)
         if asked is None:
             return found
         if asked and span > DAY_SPAN:
@@ -83,15 +83,18 @@ def written_within(store: Store, window: TimeWindow, tz: tzinfo | None, ids: set
             if fid in ids and any(first <= a and b <= last for a, b in periods)}
 
 
-def _asked(store: Store, words: str) -> list[str] | None:
+def _asked(store: Store, words: str, day: bool = False) -> list[str] | None:
     """The prompt's words that tell which of the time's notes it asks about: those the memory
     holds. One lowercase word no note holds is the question's own ("what happened in
     March?", "activities in early April"), and says nothing about which note; a name no note
     holds (a capitalised word), or two words, say that the prompt asks about something this
-    memory does not know (None: nothing is marked)."""
+    memory does not know (None: nothing is marked). `day`: the time is one day, whose notes
+    are few and all its answers, so only a name silences it: "work done on 2025-04-10"
+    against a new user's memory, whose headings were made from its notes and none says
+    "work", is the question's own words twice."""
     _, stats = store.term_statistics(keyword_terms(words))
     unknown = [term for term, (_, n) in stats.items() if n == 0]
     names = {t for raw in _CAPITALISED.findall(words) for t in keyword_terms(raw)}
-    if len(unknown) > 1 or names & set(unknown):
+    if names & set(unknown) or len(unknown) > 1 and not day:
         return None
     return [term for term, (_, n) in stats.items() if n > 0]
