@@ -163,3 +163,14 @@ def test_a_day_no_note_names_and_a_day_not_over_get_nothing_from_the_written_day
     clock.now = datetime(2025, 1, 10, 12, tzinfo=UTC).timestamp()  # that day is not over
     found = prompt_candidates.candidates(mem, "what happened on 2025-01-10?", set())
     assert found is not None and not any(c.dated for c in found)
+
+
+def test_a_days_question_in_words_no_note_holds_still_gets_the_day_unless_it_names_someone(
+        told):
+    """No note of this memory, nor a heading Lore made from them, says "work" or "done":
+    for one day those are the question's own words. A name no note holds still silences."""
+    mem, ids = told
+    _, stats = mem.reader.term_statistics(["work", "done"])
+    assert [n for _, n in stats.values()] == [0, 0]
+    assert ask(mem, "work done on 2025-01-28") == [ids["2025-01-28"]]
+    assert ask(mem, "what did Tim do on 2025-01-28?") == []
