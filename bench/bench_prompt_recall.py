@@ -45,11 +45,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import prompt_cases as pc  # noqa: E402
+import recall_tool  # noqa: E402
 from bench_recall import (  # noqa: E402
     CACHE,
     DEFAULT_LOCOMO,
     DEFAULT_PEER,
     CachedEmbedder,
+    Corpus,
     build_database,
     load_locomo,
     load_paraphrase,
@@ -64,7 +66,7 @@ from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
-DATASETS = ("paraphrase", "peer", "locomo")
+DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed")
 BOTH = "both halves"
 COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
@@ -119,6 +121,31 @@ def semantic(case: pc.Case, agreeing: bool = False, **variant: Any) -> list[Frag
     return got or ps.answer(found, **variant)
 
 
+def full_words(case: pc.Case, min_coverage: float = 0.95, min_own: float = 0.5
+               ) -> list[Fragment]:
+    """The judge, but when it gives nothing, the notes (in search's order, at most MOST)
+    that hold all the prompt's rare words with their branch and `min_own` of them in their
+    own text: "Sarah Chen work" against long notes that name her, whose cosine is low."""
+    got = pj.judge(hook(case))
+    if got:
+        return got
+    return [c.fragment for c in pj.answered(hook(case))
+            if c.coverage >= min_coverage and c.own >= min_own][:pj.MOST]
+
+
+def words_elsewhere(case: pc.Case, min_own: float = 0.3, field: str = "own"
+                    ) -> list[Fragment]:
+    """The judge, but the semantic path silent when another note holds `min_own` of the
+    prompt's rare words in its own text (`field`): the words point at that note, which fell
+    short of the gate; the closest by meaning is then the near miss ("Sourcegraph code
+    search" → a note on the codebase indexer, while the note naming Sourcegraph waits)."""
+    got = pj.judge(hook(case), semantic=False)
+    found = pj.answered(hook(case))
+    if got or any(getattr(x, field) >= min_own for x in found):
+        return got
+    return ps.answer(found)
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -145,6 +172,13 @@ def rules() -> dict[str, Rule]:
         lambda c: semantic(c, agreeing=True)
     out["semantic path, but a question given rather than its reply"] = \
         lambda c: semantic(c, replies=False)
+    for field in ("own", "coverage"):
+        for share in (0.3, 0.5):
+            out[f"semantic path silent when a note's {field} ≥ {share:.1f}"] = \
+                lambda c, f=field, m=share: words_elsewhere(c, m, f)
+    for cov, own in ((0.95, 0.5), (0.95, 0.6), (0.95, 0.7), (0.8, 0.5), (0.95, 0.0)):
+        out[f"chosen, else notes holding ≥ {cov:.2f} of the words, ≥ {own:.2f} their own"] = \
+            lambda c, a=cov, b=own: full_words(c, a, b)
     out["chosen, and a prompt naming what no note holds silenced on every path"] = \
         lambda c: [] if any(x.stranger for x in hook(c)) else pj.judge(hook(c))
     for lim, kids, rare in VARIANTS:
@@ -214,25 +248,86 @@ def ceiling(cases: list[pc.Case]) -> dict[str, float]:
     return out
 
 
-def collect(limit: int | None) -> tuple[list[pc.Case], dict[str, list[float]]]:
+def show(cases: list[pc.Case], rule: Rule) -> None:
+    """Every related prompt the rule leaves without its answer (what it injected instead, or
+    nothing, and where the gold item stood among the candidates) and every unrelated prompt
+    it injects for: the cases to read before changing the judge."""
+    for case in cases:
+        got = rule(case)
+        _, ids = pr.compose(got, where=case.where)
+        if case.related and case.gold & set(ids) or not case.related and not ids:
+            continue
+        gold = [(i, c) for i, c in enumerate(hook(case)) if c.fragment.id in case.gold]
+        print(f"\n[{case.dataset} {case.half} {'related' if case.related else 'UNRELATED'}]"
+              f" {case.question}")
+        for i, c in gold:
+            print(f"  gold #{i} d{c.fragment.depth} cos {c.cosine:.2f} cov {c.coverage:.2f}"
+                  f" own {c.own:.2f} rank {c.rank}: {c.fragment.summary[:90]}")
+        if case.related and not gold:
+            print("  gold not among the candidates")
+        for f in got:
+            c = next(x for x in hook(case) if x.fragment.id == f.id)
+            print(f"  got d{f.depth} cos {c.cosine:.2f} cov {c.coverage:.2f} own {c.own:.2f}"
+                  f" rank {c.rank} {'' if f.id in ids else '(cut) '}"
+                  f"{case.where.get(f.id, '')} > {f.summary[:80]}")
+
+
+def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str, list[float]]]:
+    """The cases of the sets in `only`; "peer-tool" and "paraphrase-tool" are the peer corpus
+    and the paraphrase set's facts stored one note at a time through store_memory (peer:
+    recall_tool.store_one_by_one, a topic per project given, every note stored on one day;
+    paraphrase: content and summary only, Lore's placement making the topics and concepts:
+    prompt_cases.store_placed); "peer-placed" is the peer's notes stored as the paraphrase's,
+    each on its own day."""
     model = LocalEmbedder(CACHE / "models")
-    locomo = load_locomo(DEFAULT_LOCOMO, limit)
+    locomo = load_locomo(DEFAULT_LOCOMO, limit if "locomo" in only else 1)
     peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
     lf, pf, qf = CACHE / "recall-locomo", CACHE / "recall-peer", CACHE / "recall-paraphrase"
-    emb = {f: CachedEmbedder(model, f / "embeddings.sqlite") for f in (lf, pf, qf)}
-    built = {i: build_database(c, lf, emb[lf]) for i, c in enumerate(locomo)}
+    tf = CACHE / "recall-peer-tool"
+    emb = {f: CachedEmbedder(model, f / "embeddings.sqlite") for f in (lf, pf, qf, tf)}
+    built = {i: build_database(c, lf, emb[lf])
+             for i, c in enumerate(locomo if "locomo" in only else locomo[:1])}
     peer_db, peer_ids = build_database(peer, pf, emb[pf])
-    para_db, para_ids = build_database(para, qf, emb[qf])
     timings: dict[str, list[float]] = {d: [] for d in DATASETS}
-    cases = pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,
-                       pc.split([q.text for q in para.questions]), emb[qf], timings["paraphrase"])
-    cases += pc.ask_all("peer", peer, peer_db, peer_ids, locomo[0], built[0][0],
-                        pc.split([q.text for q in peer.questions]), emb[pf], timings["peer"])
-    halves = pc.split([c.name for c in locomo])
-    for i, c in enumerate(locomo):
-        j = (i + 1) % len(locomo)
-        other = (locomo[j], built[j][0]) if j != i else (None, None)
-        cases += pc.ask_all("locomo", c, *built[i], *other, halves, emb[lf], timings["locomo"])
+    cases: list[pc.Case] = []
+    if "paraphrase" in only:
+        para_db, para_ids = build_database(para, qf, emb[qf])
+        cases += pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,
+                            pc.split([q.text for q in para.questions]), emb[qf],
+                            timings["paraphrase"])
+    if "peer" in only:
+        cases += pc.ask_all("peer", peer, peer_db, peer_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[pf], timings["peer"])
+    tool_now = recall_tool.peer_now(DEFAULT_PEER)
+    tool_db = tf / "peer-tool.db"
+    tool = Corpus("peer-tool", [], peer.questions, 1, tool_now)
+    if only & {"peer-tool", "paraphrase-tool"}:
+        tool_ids = recall_tool.store_one_by_one(DEFAULT_PEER, tool_db, emb[tf], tool_now)
+    if "peer-tool" in only:
+        cases += pc.ask_all("peer-tool", tool, tool_db, tool_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[tf],
+                            timings["peer-tool"])
+    if "paraphrase-tool" in only:
+        placed_db = qf / "paraphrase-tool.db"
+        placed_ids = pc.store_placed(para, placed_db, emb[qf])
+        cases += pc.ask_all("paraphrase-tool", replace(para, name="paraphrase-tool"),
+                            placed_db, placed_ids, tool, tool_db,
+                            pc.split([q.text for q in para.questions]), emb[qf],
+                            timings["paraphrase-tool"])
+    if "peer-placed" in only:
+        placed_db = pf / "peer-placed.db"
+        placed_ids = pc.store_placed(peer, placed_db, emb[pf])
+        cases += pc.ask_all("peer-placed", replace(peer, name="peer-placed"), placed_db,
+                            placed_ids, locomo[0], built[0][0],
+                            pc.split([q.text for q in peer.questions]), emb[pf],
+                            timings["peer-placed"])
+    if "locomo" in only:
+        halves = pc.split([c.name for c in locomo])
+        for i, c in enumerate(locomo):
+            j = (i + 1) % len(locomo)
+            other = (locomo[j], built[j][0]) if j != i else (None, None)
+            cases += pc.ask_all("locomo", c, *built[i], *other, halves, emb[lf],
+                                timings["locomo"])
     return cases, timings
 
 
@@ -241,16 +336,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--json")
     parser.add_argument("--cases", type=Path, help="reuse (or write) the cases in this file")
+    parser.add_argument("--only", default=",".join(DATASETS),
+                        help="the sets to search and score, comma-separated: "
+                        + ", ".join(DATASETS))
+    parser.add_argument("--show", action="store_true",
+                        help="print every related prompt of the chosen judge that did not "
+                        "answer, and every injection that is not an answer")
     args = parser.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if only - set(DATASETS):
+        parser.error(f"unknown set(s) {', '.join(sorted(only - set(DATASETS)))}")
     timings: dict[str, list[float]] = {}
     if args.cases and args.cases.exists():
         cases = pc.load(args.cases)
     else:
-        cases, timings = collect(args.limit_conversations)
+        cases, timings = collect(args.limit_conversations, only)
         if args.cases:
             pc.save(cases, args.cases)
     results: dict[str, Any] = {}
-    for name in DATASETS:
+    for name in (d for d in DATASETS if d in only):
         mine = {h: [c for c in cases if c.dataset == name and c.half == h] for h in pc.HALVES}
         mine[BOTH] = mine[pc.HALVES[0]] + mine[pc.HALVES[1]]
         counts = ", ".join(f"{h} {sum(c.related for c in mine[h])}" for h in pc.HALVES)
@@ -280,6 +384,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                        ("coverage", "precision", "unrelated"))
                             for h in pc.HALVES] for k in front]), flush=True)
         results[name]["curve"] = front
+        if args.show:
+            show(mine[BOTH], lambda c: pj.judge(hook(c)))
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
               "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,

@@ -21,6 +21,7 @@ from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_recall as pr
 from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_evidence import Candidate
+from lore_plugin.recall.storing import store_knowledge
 
 SPLIT_SEED = 30  # issue 30
 POOL = 20  # search hits asked for in `wide`: would more candidates help?
@@ -94,6 +95,29 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
         finally:
             memory.close()
     return cases
+
+
+def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder) -> dict[str, str]:
+    """A fresh memory holding the corpus's deepest notes stored as a new user stores them:
+    store_memory with content and summary only (storing.store_knowledge, as the tool calls
+    it), oldest first, each on its own day, so that Lore's placement finds or makes the topic
+    and concept above it. Returns fragment id -> note key (a note stored as a repeat of an
+    earlier one keeps the earlier's)."""
+    for old in db_path.parent.glob(db_path.name + "*"):
+        old.unlink()
+    deepest = max(n.depth for n in corpus.nodes)
+    notes = sorted((n for n in corpus.nodes if n.depth == deepest), key=lambda n: n.created_at)
+    day = [corpus.now]
+    memory = Memory(db_path, embedder, clock=lambda: day[0], tz=UTC)
+    ids: dict[str, str] = {}
+    try:
+        for note in notes:
+            day[0] = note.created_at
+            ids.setdefault(store_knowledge(memory, note.content, note.summary).fragment.id,
+                           note.key)
+    finally:
+        memory.close()
+    return ids
 
 
 def save(cases: list[Case], path: Path) -> None:

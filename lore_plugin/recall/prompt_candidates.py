@@ -188,4 +188,4 @@ def _dated(memory: Memory, text: str, found: list[Candidate],
         return found
     from .prompt_dated import mark
 
-    return mark(memory.reader, window, now, text, found, ancestry)
+    return mark(memory.reader, window, now, text, found, ancestry, memory.tz)

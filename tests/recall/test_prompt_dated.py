@@ -114,3 +114,63 @@ def test_a_day_asked_about_someone_this_memory_never_heard_of_gets_nothing(weeks
     mem, ids = weeks
     assert ask(mem, "what did Priya do on 2025-01-15?") == [ids[15]]
     assert ask(mem, "what did Tim do on 2025-01-15?") == []
+
+
+# A new user's memory: last quarter's work stored today through store_memory, content and
+# summary only (Lore's placement makes the topics and concepts above), each note's day in
+# its title, as the peer corpus writes it. Nothing but the text dates these notes.
+TITLED = [("toast-analytics | 2025-01-10 | Tools: Read, Write",
+           "Fixed the Spark job that dropped late events from the nightly rollup."),
+          ("toast-analytics | 2025-01-28 | Tools: Bash, Read",
+           "Rebuilt the Grafana dashboard for ingestion lag after the Kafka upgrade."),
+          ("claude-memory | 2025-02-12 | Tools: Edit",
+           "Added the session summary hook and its retry on a busy database."),
+          ("claude-memory | 2025-03-15 | Tools: Read, Edit",
+           "Profiled the indexer and cached the tokenizer between batches."),
+          ("personal-docs | budget | Tools: Write",
+           "Planned the budget review for January 2025 with the finance team.")]
+
+
+@pytest.fixture()
+def told(isolated_home: Path, embedder, clock):
+    from lore_plugin.recall.storing import store_knowledge
+
+    clock.now = datetime(2025, 4, 30, 12, tzinfo=UTC).timestamp()
+    mem = Memory(isolated_home / "told.db", embedder, clock=clock, tz=UTC)
+    ids = {title.split(" | ")[1]: store_knowledge(mem, text, title).fragment.id
+           for title, text in TITLED}
+    yield mem, ids
+    mem.close()
+
+
+def test_a_note_stored_today_about_a_past_day_answers_a_prompt_about_that_day(told):
+    """Every note was created on 30 April; the one whose title names 10 January is that
+    day's note. No note holds the prompt's other words ("happened"), and no cosine is near
+    the gate: only the day written in the note can answer."""
+    mem, ids = told
+    assert {m.depth for m in (mem.get(i) for i in ids.values())} == {2}  # placed, not given
+    assert ask(mem, "what happened on 2025-01-10?") == [ids["2025-01-10"]]
+    assert ask(mem, "what was done on 2025-03-15") == [ids["2025-03-15"]]
+    # A note naming the whole month is of the month, not of each of its days.
+    assert set(ask(mem, "what did we work on in January 2025?")) == {
+        ids["2025-01-10"], ids["2025-01-28"], ids["budget"]}
+
+
+def test_a_day_no_note_names_and_a_day_not_over_get_nothing_from_the_written_days(told, clock):
+    mem, ids = told
+    found = prompt_candidates.candidates(mem, "what happened on 2025-01-11?", set())
+    assert found is not None and not any(c.dated for c in found)
+    clock.now = datetime(2025, 1, 10, 12, tzinfo=UTC).timestamp()  # that day is not over
+    found = prompt_candidates.candidates(mem, "what happened on 2025-01-10?", set())
+    assert found is not None and not any(c.dated for c in found)
+
+
+def test_a_days_question_in_words_no_note_holds_still_gets_the_day_unless_it_names_someone(
+        told):
+    """No note of this memory, nor a heading Lore made from them, says "work" or "done":
+    for one day those are the question's own words. A name no note holds still silences."""
+    mem, ids = told
+    _, stats = mem.reader.term_statistics(["work", "done"])
+    assert [n for _, n in stats.values()] == [0, 0]
+    assert ask(mem, "work done on 2025-01-28") == [ids["2025-01-28"]]
+    assert ask(mem, "what did Tim do on 2025-01-28?") == []
