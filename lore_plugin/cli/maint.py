@@ -233,13 +233,32 @@ def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
 
         files = export_markdown(settings, args.markdown)
         print(f"wrote {files} topic files to {args.markdown} (a read-only view)")
-        return 0
-    from ..maintenance.operations import export
+    else:
+        from ..maintenance.operations import export
 
-    counts = export(settings, args.file)
-    print(f"exported {counts['fragments']} fragments, {counts['edges']} edges, "
-          f"{counts['redirects']} redirects and {counts['watermarks']} watermarks to {args.file}")
+        counts = export(settings, args.file)
+        print(f"exported {counts['fragments']} fragments, {counts['edges']} edges, "
+              f"{counts['redirects']} redirects and {counts['watermarks']} watermarks to "
+              f"{args.file}")
+    if (missing := _unplaced(settings)) is not None:
+        print(missing)
     return 0
+
+
+def _unplaced(settings: Settings) -> str | None:
+    """A line when store_memory requests are still in the journal: acknowledged, but not yet
+    fragments, so an export made now does not hold them (recall/store_journal.py)."""
+    from ..store import StoreError
+    from ..store.journal import backlog
+
+    try:
+        waiting, _ = backlog(settings.db_path)
+    except StoreError as exc:
+        return f"note: {exc}; stores waiting in it, if any, are not in this export"
+    if not waiting:
+        return None
+    return (f"note: {waiting} store(s) accepted moments ago are still being placed and are not "
+            "in this export; export again once `lore status` shows none waiting")
 
 
 def cmd_import(args: argparse.Namespace, settings: Settings) -> int:

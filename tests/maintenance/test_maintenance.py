@@ -14,6 +14,7 @@ from lore_plugin.maintenance.importing import apply_import, plan_import
 from lore_plugin.maintenance.operations import doctor, export, forget
 from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store
+from lore_plugin.store.journal import StoreJournal, journal_path
 from tests.conftest import PYTHON, python_env
 from tests.recall.test_memory import tree
 
@@ -143,6 +144,24 @@ def test_the_cli_remembers_recalls_explores_and_explains_errors(tmp_path, isolat
     assert "would add 0 fragments" in preview.stdout and "2 fragments" in preview.stdout
     doc = run_cli("doctor", env=env)
     assert doc.returncode == 0 and "integrity" in doc.stdout
+
+
+def test_an_export_says_which_acknowledged_stores_it_cannot_hold_yet(tmp_path, isolated_home):
+    """A store_memory request answered at the journal commit is not a fragment until the writer
+    places it: an export made in between says so instead of silently leaving it out."""
+    env = python_env()
+    Store(isolated_home / "memory.db").close()
+    backup = tmp_path / "b.jsonl"
+    out = run_cli("export", str(backup), env=env)
+    assert out.returncode == 0 and "still being placed" not in out.stdout
+    journal = StoreJournal(journal_path(isolated_home / "memory.db"))
+    journal.add([("0123456789abcdef0123456789abcdef", None, 1.0,
+                  {"content": "Deploys need two approvals.", "summary": "Deploy approvals"})])
+    journal.close()
+    for args in (["export", str(backup)], ["export", "--markdown", str(tmp_path / "md")]):
+        out = run_cli(*args, env=env)
+        assert out.returncode == 0, out.stderr
+        assert "1 store(s) accepted moments ago are still being placed" in out.stdout
 
 
 def test_the_cli_refuses_a_database_from_a_future_version_clearly(tmp_path, isolated_home):
