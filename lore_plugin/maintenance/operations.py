@@ -4,6 +4,7 @@ request."""
 from __future__ import annotations
 
 import base64
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,11 +23,14 @@ from ..embedding import vector_snapshot
 from ..recall.render import clip, short_id
 from ..safety import importcheck
 from ..safety.redact import redact
-from ..store import Store
+from ..store import Store, StoreError
+from ..store import journal as store_journal
 
 FORMAT = "lore-export"
 VERSION = 1
 WAL_WARN_BYTES = 64 * 1024 * 1024
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -242,6 +246,10 @@ def forget_fragments(store: Store, db_path: Path, fragment_id: str, with_childre
                               f"[{short_id(frag.id)}]", {}, now)
     store.purge_deleted()
     vector_snapshot.remove(db_path)  # it still holds the forgotten vectors
+    try:  # it held the text of what store_memory stored, until placed
+        store_journal.scrub(db_path)
+    except StoreError as exc:  # forgotten in the database all the same; say what is left
+        log.warning("forget: %s; a copy of the text may remain there", exc)
     return doomed
 
 

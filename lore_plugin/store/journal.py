@@ -62,6 +62,9 @@ class StoreJournal:
             self.conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
+            # A placed row's text is deleted with zeros, not left in a free page: `lore
+            # forget` promises no copy of a forgotten fragment anywhere in Lore's files.
+            self.conn.execute("PRAGMA secure_delete=ON")
             version = int(self.conn.execute("PRAGMA user_version").fetchone()[0])  # type: ignore[index]
             if version > VERSION:
                 raise StoreError(f"{self.path} was written by a newer Lore (version {version})")
@@ -117,6 +120,17 @@ class StoreJournal:
         row = self.conn.execute("SELECT min(received_at) FROM store_journal").fetchone()
         return None if row is None or row[0] is None else float(row[0])
 
+    def scrub(self) -> None:
+        """No copy of a placed row's text left in the file or its WAL: the WAL folded in and
+        truncated, the file rewritten (free pages of rows deleted before secure_delete was
+        on go too). For `lore forget`; cheap, the journal holds only what waits."""
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except apsw.Error as exc:
+            raise StoreError(f"cannot scrub the store journal {self.path}: {exc}") from exc
+
     @staticmethod
     def _row(row: Any) -> JournalRow:
         return int(row[0]), str(row[1]), row[2], float(row[3]), json.loads(row[4])
@@ -134,6 +148,18 @@ def backlog(db_path: Path | str) -> tuple[int, float | None]:
         return journal.count(), journal.oldest()
     except apsw.Error as exc:
         raise StoreError(f"cannot read the store journal {path}: {exc}") from exc
+    finally:
+        journal.close()
+
+
+def scrub(db_path: Path | str) -> None:
+    """StoreJournal.scrub on the journal beside `db_path`, when there is one."""
+    path = journal_path(db_path)
+    if not path.exists():
+        return
+    journal = StoreJournal(path)
+    try:
+        journal.scrub()
     finally:
         journal.close()
 

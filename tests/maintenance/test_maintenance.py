@@ -107,6 +107,25 @@ def test_forget_moves_children_up_and_leaves_no_trace_of_the_text(memory, settin
     assert b"Autovacuum runs nightly" not in files
 
 
+def test_forget_leaves_no_trace_in_the_store_journal_either(memory, settings, clock):
+    """store_memory's request sat in the journal file before it was placed: forgetting the
+    fragment scrubs that file and its WAL too."""
+    from lore_plugin.recall.group_requests import StoreRequest
+    from tests.recall.test_store_journal import raw_bytes, writer_for
+
+    text = "The ledger's autovacuum runs at 03:17 every night on replica nine."
+    writer = writer_for(memory)  # open, as the service's is: its journal keeps its WAL
+    try:
+        accepted = writer.accept(StoreRequest(text, "Ledger autovacuum at 03:17")).result(timeout=60)
+        placed = accepted.placed.result(timeout=120)
+        assert text.encode() in raw_bytes(settings.db_path)  # the copy this test is about
+        forget(settings, placed.fragment.id, cascade=False, now=clock())
+        files = b"".join(p.read_bytes() for p in settings.db_path.parent.glob("memory.db*"))
+        assert b"03:17 every night" not in files
+    finally:
+        writer.close()
+
+
 def test_forget_with_cascade_removes_the_whole_subtree(memory, settings, clock):
     ids = tree(memory)
     gone = forget(settings, ids["pg"], cascade=True, now=clock())
