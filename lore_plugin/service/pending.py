@@ -125,8 +125,9 @@ def pending_text(found: list[PendingOut]) -> str:
     if not found:
         return ""
     lines = [f"- [{render.short_id(p.id)}] · {p.summary}: {p.content}" for p in found]
-    return ("\n\nBeing placed (stored, not yet in the tree; the ids already work):\n"
-            + "\n".join(lines))
+    # The rows are stored text like any fragment's: framed as data, so none can end the frame.
+    return "\n\nBeing placed (stored, not yet in the tree; the ids already work):\n" + \
+        render.recalled("\n".join(lines))
 
 
 def journaled(memory: Memory, fid: str) -> str | None:
