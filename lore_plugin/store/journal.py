@@ -21,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from ..core.private import create_private
 from .connection import BUSY_TIMEOUT_MS, StoreError
 
 VERSION = 1
@@ -53,8 +54,7 @@ class StoreJournal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # owner-only from the first byte, whatever the umask
             try:
-                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
-                                 | getattr(os, "O_NOFOLLOW", 0), 0o600))
+                os.close(create_private(self.path))
             except FileExistsError:
                 pass  # another process made it meanwhile
         try:
