@@ -243,3 +243,17 @@ def test_a_store_answered_at_the_journal_commit_is_found_by_the_next_query(memor
             assert data.id in [f.id for f in found.fragments], data.summary
     finally:
         service.close()
+
+
+def test_the_journal_file_is_owner_only_whatever_the_umask(tmp_path):
+    """Entry points set a private umask, but the journal does not rely on it: a request's
+    text (redacted, still the user's) is never readable by another account."""
+    import os
+
+    path = journal_path(tmp_path / "memory.db")
+    previous = os.umask(0o022)
+    try:
+        StoreJournal(path).close()
+    finally:
+        os.umask(previous)
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
