@@ -104,6 +104,7 @@ def test_a_repeats_reserved_id_redirects_to_the_fragment_it_repeats(memory):
     assert repeat.duplicate and repeat.fragment.id == first.fragment.id
     assert kid.fragment.parent_id == first.fragment.id == later.fragment.parent_id
     assert memory.get(again.fid).id == first.fragment.id  # what traverse_memory calls
+    assert memory.get(again.fid[:12]).id == first.fragment.id  # the short id answers show
     assert {c.id for c in memory.children(again.fid)} == {kid.fragment.id, later.fragment.id}
     assert facts(memory.db_path)[FACT[1]] == 1
 
