@@ -12,6 +12,7 @@ from pathlib import Path
 from ..core.config import Settings
 
 Handler = Callable[[argparse.Namespace, Settings], int]
+PLACE_WAIT_S = 120.0  # `doctor --fix`: how long waiting stores may take to be placed
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -203,6 +204,7 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ..maintenance.operations import doctor
+    from ..service.pending import place_waiting_stores
 
     def embed(store) -> int:  # noqa: ANN001
         from .opening import open_memory
@@ -213,7 +215,16 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             memory.close()
 
-    findings = doctor(settings, fix=args.fix, embed=embed)
+    def place() -> int:
+        from .opening import open_memory
+
+        memory = open_memory(settings)
+        try:
+            return place_waiting_stores(memory, PLACE_WAIT_S)
+        finally:
+            memory.close()
+
+    findings = doctor(settings, fix=args.fix, embed=embed, place=place)
     for f in findings:
         mark = "ok " if f.ok else ("fixed" if f.fixed else "FAIL")
         print(f"{mark:5} {f.check:11} {f.detail}")

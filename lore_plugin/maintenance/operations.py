@@ -29,6 +29,9 @@ from ..store import journal as store_journal
 FORMAT = "lore-export"
 VERSION = 1
 WAL_WARN_BYTES = 64 * 1024 * 1024
+# A store waits for placement for well under a second when a writer runs; one waiting this
+# long has no writer placing it (the MCP server that took it is gone, none has started since).
+JOURNAL_STALE_S = 300.0
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +44,10 @@ class Finding:
     fixed: bool = False
 
 
-def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None
-           ) -> list[Finding]:
-    """Every check reports; with `fix`, each repairable problem is repaired in place."""
+def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None,
+           place: Callable[[], int] | None = None) -> list[Finding]:
+    """Every check reports; with `fix`, each repairable problem is repaired in place.
+    `place()` places the store journal's waiting rows and answers how many still wait."""
     found: list[Finding] = [_file_modes(settings, fix)]
     if not settings.db_path.exists():
         return [*found, Finding("database", True,
@@ -85,8 +89,43 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
                              + (" (retry: lore ingest --retry-failed)" if parked else "")))
     finally:
         store.close()
+    found.append(_store_journal(settings, fix, place))
     found.append(_stale_locks(settings, fix))
     return found
+
+
+def _store_journal(settings: Settings, fix: bool, place: Callable[[], int] | None) -> Finding:
+    """store_memory's journal (store/journal.py): stores acknowledged but not yet placed.
+    Rows long waiting mean no writer is placing them; `fix` starts one. An unreadable
+    journal makes every store_memory answer wait for placement; `fix` moves it aside (kept,
+    never deleted: it may hold acknowledged stores) so that a fresh one is made."""
+    path = store_journal.journal_path(settings.db_path)
+    try:
+        waiting, oldest = store_journal.backlog(settings.db_path)
+    except StoreError as exc:
+        finding = Finding("journal", False, f"unreadable: {exc}")
+        if fix:
+            aside = path.with_name(f"{path.name}.unreadable-{int(time.time())}")
+            for suffix in ("", "-wal", "-shm"):  # the file and SQLite's own companions
+                part = Path(f"{path}{suffix}")
+                if part.exists():
+                    part.rename(f"{aside}{suffix}")
+            finding.fixed = True
+            finding.detail += f"; moved aside to {aside.name}"
+        return finding
+    if not waiting:
+        return Finding("journal", True, "no store waiting for placement")
+    age = max(0.0, time.time() - oldest) if oldest is not None else 0.0
+    detail = f"{waiting} store(s) waiting for placement, the oldest for {age:.0f} s"
+    if age < JOURNAL_STALE_S:
+        return Finding("journal", True, detail + " (being placed)")
+    finding = Finding("journal", False, detail + "; placed when an MCP server or the memory "
+                      "service next stores or starts")
+    if fix and place is not None:
+        left = place()
+        finding.fixed = left == 0
+        finding.detail += f"; placed {waiting - left}" + (f", {left} still waiting" if left else "")
+    return finding
 
 
 def _graph(store: Store, fix: bool) -> Finding:

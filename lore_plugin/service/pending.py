@@ -15,6 +15,7 @@ All of this is within one process's writer (the service's, shared by every sessi
 from __future__ import annotations
 
 import logging
+import time
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -105,6 +106,23 @@ def _replaying(memory: Memory) -> GroupWriter | None:
     writer = group_writer(memory)
     writer.wait_accepted(SETTLE)  # its acceptor reads the leftovers before anything new
     return writer
+
+
+def place_waiting_stores(memory: Memory, timeout: float) -> int:
+    """Starts this Memory's writer, which places an earlier process's journal rows first, and
+    waits (at most `timeout` s) for them to be placed (`lore doctor --fix`). Returns how many
+    still wait. Safe beside a running service: a row already placed is never placed twice."""
+    deadline = time.monotonic() + timeout
+    writer = group_writer(memory)
+    writer.wait_accepted(timeout)
+    writer.wait_placed(writer.accepted_seq, max(0.0, deadline - time.monotonic()))
+    journal = _opened(writer.journal_path)
+    if journal is None:
+        return 0
+    try:
+        return journal.count()
+    finally:
+        journal.close()
 
 
 def matching(rows: list[JournalRow], topic: str) -> list[PendingOut]:
