@@ -95,11 +95,11 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
             (given, given + "\U0010ffff")).fetchall()
         if not rows:  # the short id a store_memory answer showed for what became a repeat
             rows = self.conn.execute(
-                "SELECT target FROM fragment_redirects WHERE id >= ? AND id < ? LIMIT 2",
-                (given, given + "\U0010ffff")).fetchall()
-            if len(rows) == 1:
-                return self.live_version(str(rows[0][0]))
-            rows = []
+                "SELECT id, target FROM fragment_redirects WHERE id >= ? AND id < ? "
+                "ORDER BY id LIMIT 6", (given, given + "\U0010ffff")).fetchall()
+            targets = {self.live_version(str(target)) for _, target in rows}
+            if len(targets) == 1:  # one fact, however many repeats of it share the prefix
+                return targets.pop()
         if not rows:
             raise NotFound(f"no fragment id starts with {given}; use query_memory to find ids")
         if len(rows) > 1:

@@ -9,8 +9,8 @@ from lore_plugin.core.config import Settings
 from lore_plugin.maintenance.operations import JOURNAL_STALE_S, doctor
 from lore_plugin.store import Store, new_id
 from lore_plugin.store.journal import StoreJournal, backlog, journal_path
-from tests.maintenance.test_maintenance import run_cli
 from tests.conftest import python_env
+from tests.maintenance.test_maintenance import run_cli
 
 GARBAGE = b"not an SQLite database\n" * 300
 

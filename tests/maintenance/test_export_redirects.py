@@ -84,3 +84,18 @@ def _export_lines(settings: Settings, tmp_path) -> list[bytes]:
     out = tmp_path / "plain.jsonl"
     export(settings, out)
     return out.read_bytes().splitlines()
+
+
+def test_a_short_id_shared_by_repeats_resolves_when_they_name_one_fact_and_is_ambiguous_else(
+        memory):
+    from lore_plugin.core.errors import AmbiguousId
+
+    ids = tree(memory)
+    prefix = "abcdef12"  # ids no fragment has: hex, as store_memory reserves them
+    memory.writer.redirect(prefix + "0" * 24, ids["pg"])
+    memory.writer.redirect(prefix + "1" * 24, ids["pg"])
+    assert memory.reader.resolve_id(prefix) == ids["pg"]  # two repeats of one fact
+    memory.writer.redirect(prefix + "2" * 24, ids["vacuum"])
+    with pytest.raises(AmbiguousId, match="several"):
+        memory.reader.resolve_id(prefix)
+    assert memory.reader.resolve_id(prefix + "2") == ids["vacuum"]
