@@ -19,6 +19,7 @@ import re
 from .terms import STOPWORDS, keyword_terms
 
 MAX_WORDS = 4
+NAMES = 2  # names kept after the subject phrase
 LEAD_WORDS = 5  # a lead before a colon longer than this is a sentence, not a subject
 _TOKEN = re.compile(r"[^\s,;:()\[\]\"]+|[,;:()\[\]\"]")
 _CLAUSE = frozenset(",;:()[]\"")
@@ -36,6 +37,10 @@ _DETERMINERS = frozenset(
     "a an the every each all its their our your his her this that these those some any no "
     "one two three several many".split())
 
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december utc gmt".split())
+
 
 def subject_name(summary: str) -> str:
     """The subject of a fact's summary, as a heading of at most MAX_WORDS words, spelled as
@@ -46,6 +51,7 @@ def subject_name(summary: str) -> str:
         text = lead
     tokens = _TOKEN.findall(text)
     words = _leading_phrase(tokens)
+    names = _names_after(_TOKEN.findall(" ".join(summary.split())), words)
     if words and words[0] != tokens[0] and words[0].isalpha() and words[0].islower():
         # "The billing deploy window is ..." gives "Billing deploy window"; a word that opens
         # the summary in lower case ("mypy runs ...") is spelled so on purpose and kept.
@@ -54,7 +60,43 @@ def subject_name(summary: str) -> str:
         words = keyword_terms(text)[:3]
     if not words:
         return text[:40] or "Notes"
-    return " ".join(words).strip(" -/'") or "Notes"
+    phrase = " ".join(words).strip(" -/'") or "Notes"
+    return f"{phrase} ({', '.join(names)})" if names else phrase
+
+
+def phrase_of(name: str) -> str:
+    """The subject phrase of a name subject_name gave, without the names after it."""
+    return name.split(" (", 1)[0]
+
+
+def _names_after(tokens: list[str], phrase: list[str]) -> list[str]:
+    """Up to NAMES names the summary gives beyond its subject phrase (the project, person
+    or product it concerns: "FTS5 search backend (claude-memory)", "Pair programming (Sarah
+    Chen)"): capitalised words inside the sentence, consecutive ones together, and
+    identifiers (an underscore, a dot or a hyphen between letters, as "toast-analytics")."""
+    taken = {_plain(w) for w in phrase}
+    names: list[str] = []
+    run: list[str] = []
+    for i, token in enumerate([*tokens, ","]):
+        word = token.strip("'.,")
+        if i > 0 and _is_name(word) and _plain(word) not in taken:
+            run.append(word)
+            continue
+        if run:
+            names.append(" ".join(run))
+            run = []
+    return names[:NAMES]
+
+
+def _is_name(word: str) -> bool:
+    if (not word or _is_number(word) or _is_function(word) or not word[0].isalnum()
+            or word.lower().removesuffix("s") in _CALENDAR or (word.isupper() and len(word) < 3)):
+        return False  # a day or a unit ("Friday", "MB") dates or measures, it names nothing
+    if word[:1].isupper() or any(c.isupper() for c in word[1:]):
+        return True
+    parts = re.split(r"[_.\-]", word)
+    return (len(parts) > 1 and all(len(p) >= 4 and p.isalpha() for p in parts)
+            and not parts[-1].lower().endswith(("ed", "ing")))  # "squash-merged" describes
 
 
 def _plain(token: str) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
-from .heading_names import subject_name
+from .heading_names import phrase_of, subject_name
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
 from .terms import held_terms, keyword_terms, numbers_in, stem
 
@@ -142,8 +142,9 @@ def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
 
 
 def _names(subject: str, text: str) -> bool:
-    """Whether `text` holds a word of `subject` (stems compared)."""
-    return held_terms(keyword_terms(subject), text) > 0
+    """Whether `text` holds a word of `subject`'s phrase (stems compared): the names after
+    it say what the first fact concerned, not what the heading is about."""
+    return held_terms(keyword_terms(phrase_of(subject)), text) > 0
 
 
 def _topic_name(memory: Memory) -> tuple[str, str, str]:

@@ -17,14 +17,18 @@ from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
     ("Annual plans get two months free.", "Annual plans"),
     ("A lock file pins every package to an exact hash.", "Lock file"),
     ("Pull requests are squash-merged.", "Pull requests"),
+    ("Deploys are frozen from Friday 15:00 until Monday morning UTC.", "Deploys"),
+    ("Tree-shaking and lazy routes cut the JavaScript payload from 1.8 MB to 600 KB.",
+     "Tree-shaking (JavaScript)"),
     ("False alarms from the disk alert were cut.", "False alarms"),
-    ("Built Python MCP server using FastMCP.", "Python MCP server"),
+    ("Built Python MCP server using FastMCP.", "Python MCP server (FastMCP)"),
     # Notes that open with what was done are about its object.
     ("Deployed new Spark job for materialization pipeline.", "New Spark job"),
-    ("Set up GitHub Pages for personal-docs.", "GitHub Pages"),
-    ("Coordinated with David Kim on Slack about the old API.", "David Kim"),
-    # A name written in lower case keeps its spelling.
-    ("mypy runs with ignore_missing_imports.", "mypy runs"),
+    ("Set up GitHub Pages for personal-docs.", "GitHub Pages (personal-docs)"),
+    ("Coordinated with David Kim on Slack about the old API.", "David Kim (Slack, API)"),
+    # A name written in lower case keeps its spelling; names beyond the subject follow it,
+    # but not days, units or words that describe ("squash-merged").
+    ("mypy runs with ignore_missing_imports.", "mypy runs (ignore_missing_imports)"),
 ])
 def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
     assert subject_name(summary) == subject
