@@ -1,7 +1,7 @@
 """The tree Lore's placement builds for a corpus stored one note at a time through
 store_memory (prompt_cases.store_placed, as bench_prompt_recall.py's paraphrase-tool and
 peer-placed sets): live fragments by depth, the biggest branches, and how many concepts hold
-a single note. `--root` runs another checkout's code (a base to compare with).
+a single note, and the time the stores took. `--root` runs another checkout's code (a base to compare with).
 
     python bench/placed_tree.py [--set paraphrase|peer] [--branches 8] [--root /tmp/base-X]
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -37,7 +38,9 @@ def main() -> None:
     folder = CACHE / ("recall-paraphrase" if args.set == "paraphrase" else "recall-peer")
     embedder = CachedEmbedder(LocalEmbedder(CACHE / "models"), folder / "embeddings.sqlite")
     db = Path(tempfile.mkdtemp()) / "placed.db"
-    pc.store_placed(corpus, db, embedder)
+    began = time.perf_counter()
+    stored = len(pc.store_placed(corpus, db, embedder))
+    took = time.perf_counter() - began
     memory = Memory(db, None)
     try:
         rows = memory.reader.execute("SELECT id, depth, summary FROM fragments "
@@ -51,6 +54,8 @@ def main() -> None:
                 children.setdefault(source, []).append(target)
     finally:
         memory.close()
+    print(f"{stored} notes stored in {took:.2f} s, {took * 1000 / stored:.1f} ms a store "
+          "(vectors from the bench's cache: placement and writes, little of the model)")
     print(f"{args.set}: live fragments by depth {dict(sorted(Counter(depth.values()).items()))}")
     facts = {c: len(children.get(c, [])) for c, d in depth.items() if d == 1}
     print(f"concepts holding one note: {sum(n == 1 for n in facts.values())} of {len(facts)}")

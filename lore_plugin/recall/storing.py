@@ -3,17 +3,19 @@
 - No parent given: it goes under the best-fitting fragment one level up. When nothing fits
   (an empty memory, a new subject), the missing levels are made for it: the project's topic
   ("Project billing-service"), or outside a project one topic for loose knowledge (LOOSE),
-  and under it a concept named after the knowledge's subject (heading_names.subject_name:
-  "Canary deploys", "lock file", "GitHub Pages"), reused when one of that name is already
-  there. The answer says where it went.
+  and under it a concept named after the knowledge's subject and the names it gives
+  (heading_names.subject_name: "Canary deploys", "FTS5 search backend (claude-memory)"),
+  reused when one of that name is already there. A heading so named takes later knowledge
+  only if it names the subject or lies close (_fits). The answer says where it went.
 
   Why not name them after the fact, as before (issue 30): a heading that copies its first
   fact says nothing of its later children ("Trials last 14 days with full features" came to
-  hold "Annual plans get two months free"), made ~105 topics and 114 concepts for 280 facts,
-  and each copy took two of the ten search hits of the per-prompt hook beside its fact. The
-  name is read from the summary's shape, without an LLM, so a store stays as fast; made
-  levels carry PLACED_NAME in their metadata so that a later pass can name them better
-  (consolidation re-describes topics' content today, and renames no heading).
+  hold "Annual plans get two months free"), outside a project made ~105 topics and 114
+  concepts for 280 facts, and each copy was a second search hit for its fact, taking a place
+  among the per-prompt hook's ten. The name is read from the summary's shape, without an
+  LLM, so a store stays as fast (subject_name: ~30 µs); made levels carry PLACED_NAME in
+  their metadata so that a later pass can name them better (consolidation re-describes
+  topics' content today and renames no heading, so none does yet).
 - A near-duplicate is not added: the same summary, or a cosine of NEAR_DUPLICATE or more
   with a live sibling under the same parent. The existing fragment is reinforced instead
   (and confirmed, when the user said it), and the answer gives its id. Extraction uses the
