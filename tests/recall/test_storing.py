@@ -247,3 +247,16 @@ def test_a_broken_git_file_never_fails(tmp_path, gitfile):
     folder.mkdir()
     (folder / ".git").write_text(gitfile)
     assert project_key(str(folder)) == str(folder.resolve())
+
+
+def test_a_name_the_first_fact_gave_does_not_draw_other_subjects_into_its_concept(memory):
+    """"FTS5 search backend (claude-memory)" is about the search backend: a later fact on
+    the same project (cosine 0.44 with the branch) holds none of its subject's words, so it
+    gets a concept of its own instead of joining on the project's name."""
+    first = store_knowledge(memory, "Implemented FTS5 search backend for claude-memory.",
+                            "Implemented FTS5 search backend for claude-memory.")
+    assert memory.parent(first.fragment.id).summary == "FTS5 search backend (claude-memory)"
+    other = store_knowledge(memory, "claude-memory is released under the MIT license.",
+                            "claude-memory is released under the MIT license.")
+    assert memory.parent(other.fragment.id).id != first.fragment.parent_id
+    assert memory.parent(other.fragment.id).summary == "claude-memory (MIT)"
