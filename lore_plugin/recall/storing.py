@@ -1,9 +1,21 @@
 """Storing one piece of knowledge the easy way (store_memory, `lore remember`), without copies.
 
 - No parent given: it goes under the best-fitting fragment one level up. When nothing fits
-  (an empty memory, a new subject), the missing levels are made for it: a topic named after
-  the project (or, outside one, from the knowledge itself) and a concept named from the
-  knowledge. The answer says where it went.
+  (an empty memory, a new subject), the missing levels are made for it: the project's topic
+  ("Project billing-service"), or outside a project one topic for loose knowledge (LOOSE),
+  and under it a concept named after the knowledge's subject and the names it gives
+  (heading_names.subject_name: "Canary deploys", "FTS5 search backend (claude-memory)"),
+  reused when one of that name is already there. A heading so named takes later knowledge
+  only if it names the subject or lies close (_fits). The answer says where it went.
+
+  Why not name them after the fact, as before (issue 30): a heading that copies its first
+  fact says nothing of its later children ("Trials last 14 days with full features" came to
+  hold "Annual plans get two months free"), outside a project made ~105 topics and 114
+  concepts for 280 facts, and each copy was a second search hit for its fact, taking a place
+  among the per-prompt hook's ten. The name is read from the summary's shape, without an
+  LLM, so a store stays as fast (subject_name: ~30 µs); made levels carry PLACED_NAME in
+  their metadata so that a later pass can name them better (consolidation re-describes
+  topics' content today and renames no heading, so none does yet).
 - A near-duplicate is not added: the same summary, or a cosine of NEAR_DUPLICATE or more
   with a live sibling under the same parent. The existing fragment is reinforced instead
   (and confirmed, when the user said it), and the answer gives its id. Extraction uses the
@@ -20,12 +32,19 @@ from typing import Any
 from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
+from .heading_names import phrase_of, subject_name
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
-from .terms import keyword_terms, numbers_in, stem
+from .terms import held_terms, keyword_terms, numbers_in, stem
 
 NEAR_DUPLICATE = 0.92
 SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
 NAME_CHARS = 80
+# A heading placement made and named without an LLM: metadata key, valued by how it was named
+# ("project", "loose", "subject"), for a later pass that may name it better.
+PLACED_NAME = "placed_name"
+SUBJECT_SIMILARITY = 0.45  # a neighbour this close may join a subject it does not name
+CANDIDATES = 3  # headings looked at for a home, best first
+LOOSE = ("Loose knowledge", "Knowledge stored outside any project, a concept for each subject.")
 
 
 @dataclass(frozen=True)
@@ -108,19 +127,36 @@ def may_repeat(memory: Memory, summary: str, content: str, parent_id: str | None
 
 
 def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
-    """The best fragment at `depth` for `text`, if it is a real semantic neighbour."""
-    recall = memory.query(text, depth=depth, limit=1, reinforce=False)
-    found = recall.fragments
-    if found and (found[0].similarity >= PLACEMENT_SIMILARITY or recall.keyword_only):
-        return found[0].fragment
+    """The best fragment at `depth` for `text`, if it is a real semantic neighbour. A heading
+    placement named after a subject must also be about it: the new knowledge names its
+    subject, or is a close neighbour (SUBJECT_SIMILARITY) of it or of a fact it holds.
+    Without that, a short name ("Annual plans") was near enough to anything to gather 61 of
+    280 unrelated facts."""
+    recall = memory.query(text, depth=depth, limit=CANDIDATES, reinforce=False)
+    for found in recall.fragments:
+        if found.similarity < PLACEMENT_SIMILARITY and not recall.keyword_only:
+            break
+        frag = found.fragment
+        if (frag.metadata.get(PLACED_NAME) != "subject" or found.similarity >= SUBJECT_SIMILARITY
+                or _names(frag.summary, text)):
+            return frag
     return None
 
 
-def _topic_name(memory: Memory, summary: str) -> tuple[str, str]:
+def _names(subject: str, text: str) -> bool:
+    """Whether `text` holds a word of `subject`'s phrase (stems compared): the names after
+    it say what the first fact concerned, not what the heading is about."""
+    return held_terms(keyword_terms(phrase_of(subject)), text) > 0
+
+
+def _topic_name(memory: Memory) -> tuple[str, str, str]:
+    """(name, description, how it was named) of the topic a placed fact goes under when no
+    topic fits: the project's, else the one for loose knowledge."""
     if memory.project and memory.project != "/":
         name = os.path.basename(memory.project.rstrip("/")) or memory.project
-        return f"Project {name}", f"Knowledge about the project in {memory.project}."
-    return _clip(summary), f"Knowledge about {_clip(summary)}."
+        return (_clip(f"Project {name}"), f"Knowledge about the project in {memory.project}.",
+                "project")
+    return (*LOOSE, "loose")
 
 
 def _clip(text: str) -> str:
@@ -141,16 +177,23 @@ def _place(memory: Memory, summary: str, content: str, depth: int, source: str
         return anchor, ()
     created: list[Fragment] = []
     if anchor is None:
-        name, about = _topic_name(memory, summary)
+        name, about, how = _topic_name(memory)
         existing = memory.reader.find_by_summary(name, depth=0)
         if existing:
             anchor = memory.get(existing)
         else:
-            anchor = memory.store(about, name, depth=0, source=source)
+            anchor = memory.store(about, name, depth=0, source=source,
+                                  metadata={PLACED_NAME: how})
             created.append(anchor)
+    subject = _clip(subject_name(summary))
     while anchor.depth < depth - 1:
-        anchor = memory.store(summary, _clip(summary), parent_id=anchor.id,
-                              depth=anchor.depth + 1, source=source)
+        # A heading of that subject already there is its home, close in vector or not.
+        existing = memory.reader.find_by_summary(subject, anchor.depth + 1, anchor.id)
+        if existing:
+            anchor = memory.get(existing)
+            continue
+        anchor = memory.store(subject, subject, parent_id=anchor.id, depth=anchor.depth + 1,
+                              source=source, metadata={PLACED_NAME: "subject"})
         created.append(anchor)
     return anchor, tuple(created)
 

@@ -14,7 +14,7 @@ from lore_plugin.capture.transcript import read_delta
 from lore_plugin.core.config import Settings
 from lore_plugin.core.project import project_key
 from lore_plugin.recall.memory import Memory
-from lore_plugin.recall.storing import store_knowledge, stored_text
+from lore_plugin.recall.storing import LOOSE, PLACED_NAME, store_knowledge, stored_text
 from tests.transcripts import TranscriptWriter
 
 FACT = "The billing deploy window is Thursday 09:00 UTC"
@@ -28,16 +28,81 @@ def live_count(memory: Memory, depth: int | None = None) -> int:
     return int(memory.reader.execute(sql)[0][0])
 
 
-def test_the_first_fact_in_an_empty_memory_gets_a_topic_and_concept_named_for_it(memory):
+def test_the_first_fact_in_an_empty_memory_gets_a_topic_and_a_concept_named_for_its_subject(
+        memory):
     stored = store_knowledge(memory, FACT_TEXT, FACT)
     assert not stored.duplicate and stored.fragment.depth == 2
     topic, concept = stored.created
     assert (topic.depth, concept.depth) == (0, 1)
     assert topic.summary == "Project project-a"  # the memory's project is /work/project-a
-    assert concept.summary == FACT
+    # Named after what the fact is about, not a copy of it: the day and hour are the fact's.
+    assert concept.summary == concept.content == "Billing deploy window"
+    assert topic.metadata[PLACED_NAME] == "project" and concept.metadata[PLACED_NAME] == "subject"
     assert stored.fragment.parent_id == concept.id and memory.parent(concept.id).id == topic.id
     text = stored_text(stored, memory.parent(stored.fragment.id))
-    assert stored.fragment.id in text and "made topic" in text and "made concept" in text
+    assert stored.fragment.id in text and "made topic" in text
+    assert "made concept" in text and "Billing deploy window to hold it" in text
+
+
+# Facts of unrelated subjects, each the first of its kind: (summary, the concept made for it).
+SUBJECTS = [
+    ("Canary deploys: a new build takes 5% of traffic for an hour before full rollout.",
+     "Canary deploys"),
+    ("A lock file pins every package to an exact hash; uv sync installs exactly that set.",
+     "Lock file"),
+    ("Deployed new Spark job for the materialization pipeline.", "New Spark job"),
+    ("The running group meets Wednesdays at 7:00 by the river.", "Running group"),
+]
+
+
+def test_levels_made_for_lone_facts_name_their_subject_and_never_copy_the_fact(memory):
+    """Issue 30: a concept that copied its first fact was a second hit for that fact in every
+    search, and the name of a branch that later held other facts."""
+    for summary, subject in SUBJECTS:
+        stored = store_knowledge(memory, summary, summary)
+        concept = memory.parent(stored.fragment.id)
+        assert stored.created and stored.created[-1].id == concept.id, summary
+        assert (concept.summary, concept.content) == (subject, subject)
+        assert summary.rstrip(".") not in (concept.summary, concept.content)
+    assert live_count(memory, 0) == 1 and live_count(memory, 1) == len(SUBJECTS)
+
+
+def test_outside_a_project_loose_facts_share_one_topic_instead_of_one_each(
+        tmp_path, embedder, clock):
+    memory = Memory(tmp_path / "loose.db", embedder, clock=clock)  # no project
+    try:
+        made = [store_knowledge(memory, summary, summary) for summary, _ in SUBJECTS]
+        topics = {memory.parent(memory.parent(s.fragment.id).id).id for s in made}
+        assert len(topics) == 1 and live_count(memory, 0) == 1
+        topic = memory.get(topics.pop())
+        assert topic.summary == LOOSE[0] and topic.metadata[PLACED_NAME] == "loose"
+        assert [memory.parent(s.fragment.id).summary for s in made] == [
+            subject for _, subject in SUBJECTS]
+    finally:
+        memory.close()
+
+
+def test_an_unrelated_fact_gets_a_concept_of_its_own_subject_not_the_first_facts_name(memory):
+    first = store_knowledge(memory, FACT_TEXT, FACT)
+    related = store_knowledge(memory, "Billing deploys are frozen in the last week of December.",
+                              "Billing deploy freeze in late December")
+    assert related.fragment.parent_id == first.fragment.parent_id  # related: one concept
+    other = store_knowledge(memory, SUBJECTS[3][0], SUBJECTS[3][0])
+    home = memory.parent(other.fragment.id)
+    assert home.id != first.fragment.parent_id and home.summary == "Running group"
+    assert memory.get(first.fragment.parent_id).summary == "Billing deploy window"
+
+
+def test_a_fact_of_a_subject_already_named_joins_that_concept_and_repeats_are_still_caught(
+        memory):
+    canary = SUBJECTS[0][0]
+    first = store_knowledge(memory, canary, canary)
+    later = store_knowledge(memory, "Canary deploys: the on-call engineer may end one early.",
+                            "Canary deploys: the on-call engineer may end one early.")
+    assert later.created == () and later.fragment.parent_id == first.fragment.parent_id
+    again = store_knowledge(memory, canary, canary)
+    assert again.duplicate and again.fragment.id == first.fragment.id
+    assert live_count(memory, 1) == 1 and live_count(memory, 2) == 2
 
 
 def test_related_knowledge_joins_the_branch_and_unrelated_knowledge_gets_its_own_concept(memory):
@@ -182,3 +247,16 @@ def test_a_broken_git_file_never_fails(tmp_path, gitfile):
     folder.mkdir()
     (folder / ".git").write_text(gitfile)
     assert project_key(str(folder)) == str(folder.resolve())
+
+
+def test_a_name_the_first_fact_gave_does_not_draw_other_subjects_into_its_concept(memory):
+    """"FTS5 search backend (claude-memory)" is about the search backend: a later fact on
+    the same project (cosine 0.44 with the branch) holds none of its subject's words, so it
+    gets a concept of its own instead of joining on the project's name."""
+    first = store_knowledge(memory, "Implemented FTS5 search backend for claude-memory.",
+                            "Implemented FTS5 search backend for claude-memory.")
+    assert memory.parent(first.fragment.id).summary == "FTS5 search backend (claude-memory)"
+    other = store_knowledge(memory, "claude-memory is released under the MIT license.",
+                            "claude-memory is released under the MIT license.")
+    assert memory.parent(other.fragment.id).id != first.fragment.parent_id
+    assert memory.parent(other.fragment.id).summary == "claude-memory (MIT)"

@@ -1,0 +1,43 @@
+"""The subject a heading made by placement is named after (recall/heading_names.py): read from
+the fact's summary by its shape, never a copy of the fact."""
+
+from __future__ import annotations
+
+import pytest
+
+from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
+
+
+@pytest.mark.parametrize("summary, subject", [
+    # A short lead before a colon is the subject.
+    ("Canary deploys: a new build takes 5% of traffic for an hour.", "Canary deploys"),
+    ("Exit survey: 41% of cancellations cite price.", "Exit survey"),
+    # The leading noun phrase, up to its verb: after a plural, after an -s verb with an object.
+    ("Trials last 14 days with full features.", "Trials"),
+    ("Annual plans get two months free.", "Annual plans"),
+    ("A lock file pins every package to an exact hash.", "Lock file"),
+    ("Pull requests are squash-merged.", "Pull requests"),
+    ("Deploys are frozen from Friday 15:00 until Monday morning UTC.", "Deploys"),
+    ("Tree-shaking and lazy routes cut the JavaScript payload from 1.8 MB to 600 KB.",
+     "Tree-shaking (JavaScript)"),
+    ("False alarms from the disk alert were cut.", "False alarms"),
+    ("Built Python MCP server using FastMCP.", "Python MCP server (FastMCP)"),
+    # Notes that open with what was done are about its object.
+    ("Deployed new Spark job for materialization pipeline.", "New Spark job"),
+    ("Set up GitHub Pages for personal-docs.", "GitHub Pages (personal-docs)"),
+    ("Coordinated with David Kim on Slack about the old API.", "David Kim (Slack, API)"),
+    # A name written in lower case keeps its spelling; names beyond the subject follow it,
+    # but not days, units or words that describe ("squash-merged").
+    ("mypy runs with ignore_missing_imports.", "mypy runs (ignore_missing_imports)"),
+])
+def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
+    assert subject_name(summary) == subject
+
+
+@pytest.mark.parametrize("summary", [
+    "", "   ", "???", "42", "The", "The quick brown fox jumps over the lazy dog " * 20,
+    "Our team: " + "x" * 500, "a:b:c", ": leading colon", "((()))", "ünïcödé wörds everywhere",
+])
+def test_any_summary_gets_a_short_non_empty_name(summary):
+    name = subject_name(summary)
+    assert name.strip() and len(name.split()) <= MAX_WORDS and len(name) <= 300
