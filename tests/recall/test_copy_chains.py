@@ -1,0 +1,122 @@
+"""Headings that only copy the fact below them (recall/copy_chains.py, issue 30): a memory
+built as a new user builds it, through storing.store_knowledge with the real MiniLM model on
+a real SQLite file, outside a project, so that placement makes a topic and a concept named
+after each fact that opens a subject."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lore_plugin.recall import copy_chains, prompt_candidates, prompt_recall
+from lore_plugin.recall.memory import Memory
+from lore_plugin.recall.storing import store_knowledge
+
+# Subjects far apart, so that each fact opens its own topic and concept.
+FACTS = [
+    "Trials last 14 days with no card needed.",
+    "The office coffee machine is descaled every Friday afternoon.",
+    "Stale DNS records kept the old load balancer IP cached for a day.",
+    "The team offsite in spring is planned for the lake cabin.",
+    "Every pull request needs one approving review from a code owner.",
+    "The kitchen fridge is cleared out on the last day of each month.",
+    "Backups of the billing database are kept for ninety days.",
+    "New hires get their laptop on the first morning from IT.",
+]
+QUESTION = "How long does the free trial last, and do people need a card for it?"
+# Close to the trial fact: placement puts it under that fact's concept.
+SIBLING = "Trials of the paid plan last 14 days, and annual plans get two months free."
+
+
+@pytest.fixture()
+def placed(isolated_home: Path, embedder, clock):
+    mem = Memory(isolated_home / "placed.db", embedder, clock=clock)
+    stored = {}
+    for fact in FACTS:
+        clock.advance(days=1)
+        stored[fact] = store_knowledge(mem, fact, fact)
+    yield mem, stored
+    mem.close()
+
+
+def test_placement_names_the_levels_it_makes_after_the_fact(placed):
+    """The memory the rest of this file relies on: each fact under a topic and a concept that
+    copy it (the chains existing memories hold)."""
+    mem, stored = placed
+    trial = stored[FACTS[0]]
+    assert [f.depth for f in trial.created] == [0, 1]
+    topic, concept = trial.created
+    assert copy_chains.copies(concept, trial.fragment)
+    assert copy_chains.copies(topic, trial.fragment)
+    assert copy_chains.copies(topic, concept)
+
+
+def test_a_copy_chain_takes_one_of_the_hits(placed):
+    """Search finds the fact, its concept and its topic; collapsed, the chain is one hit, the
+    fact, at the chain's best rank, and the other hits are other facts."""
+    mem, stored = placed
+    trial = stored[FACTS[0]]
+    chain = {trial.fragment.id, *(f.id for f in trial.created)}
+    found = mem.search(QUESTION, limit=20).fragments
+    assert chain <= {s.fragment.id for s in found[:3]}  # before: the chain fills the top 3
+    hits = copy_chains.collapse(mem.reader, found, 6)
+    ids = [s.fragment.id for s in hits]
+    assert ids[0] == trial.fragment.id
+    assert not chain - {trial.fragment.id} & set(ids)
+    facts = list(dict.fromkeys(s.fragment.id for s in found if s.fragment.depth == 2))
+    assert len(facts) > 1 and ids == facts[:6]
+
+
+def test_the_hooks_first_hits_hold_as_many_facts_as_hits(placed):
+    """Three search hits give three different stored facts as candidates, not one fact
+    found three times (its own, its concept's child, its topic's grandchild)."""
+    mem, stored = placed
+    facts = {s.fragment.id for s in stored.values()}
+    found = prompt_candidates.candidates(mem, QUESTION, set(), limit=3, rare_hits=0)
+    assert found is not None
+    first = [c for c in found if c.rank < 3]
+    assert first[0].fragment.id == stored[FACTS[0]].fragment.id
+    assert len({c.fragment.id for c in first} & facts) == 3
+
+
+def test_the_path_above_an_answer_leaves_out_the_levels_that_copy_it(placed, clock):
+    """The trial fact's own copies leave it no path; a fact placed under the trial's
+    concept shows that concept once, not "Trials… › Trials…"."""
+    mem, stored = placed
+    clock.advance(days=1)
+    sibling = store_knowledge(mem, SIBLING, SIBLING)
+    trial = stored[FACTS[0]]
+    assert not sibling.created and sibling.fragment.parent_id == trial.created[1].id
+    where = prompt_candidates.paths(mem.reader, [trial.fragment, sibling.fragment])
+    assert where[trial.fragment.id] == ""
+    assert where[sibling.fragment.id] == "Trials last 14 days wit…"
+    text, _ = prompt_recall.compose([sibling.fragment], store=mem.reader)
+    assert text is not None and "Trials last 14 days wit…: Trials of the paid plan" in text
+
+
+def test_a_real_heading_over_a_fact_that_begins_with_its_name_is_kept(isolated_home, embedder,
+                                                                       clock):
+    """"Deployment" over "Deployment uses blue-green" names a branch: it keeps its place among
+    the hits and in the path; so does a heading with the fact's summary whose content says
+    more."""
+    mem = Memory(isolated_home / "real.db", embedder, clock=clock)
+    try:
+        topic = store_knowledge(mem, "How the team ships its services.", "Deployment",
+                                depth=0).fragment
+        concept = store_knowledge(mem, "Deployment uses blue-green", "Deployment uses blue-green",
+                                  parent_id=topic.id, depth=1).fragment
+        fact = store_knowledge(mem, "Deployment uses blue-green, with the old colour kept "
+                               "warm for an hour.", "Deployment uses blue-green",
+                               parent_id=concept.id, depth=2).fragment
+        assert not copy_chains.copies(topic, fact)
+        assert copy_chains.copies(concept, fact)  # it adds nothing: the fact stands for it
+        rich = store_knowledge(mem, "Blue-green, canaries and rollbacks: how releases reach "
+                               "production.", "Deployment uses blue-green", depth=0).fragment
+        assert not copy_chains.copies(rich, fact)
+        found = mem.search("deployment blue-green", limit=10).fragments
+        ids = [s.fragment.id for s in copy_chains.collapse(mem.reader, found, 10)]
+        assert topic.id in ids and fact.id in ids and concept.id not in ids
+        assert prompt_candidates.paths(mem.reader, [fact])[fact.id] == "Deployment"
+    finally:
+        mem.close()
