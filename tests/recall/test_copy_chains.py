@@ -97,26 +97,48 @@ def test_the_path_above_an_answer_leaves_out_the_levels_that_copy_it(placed, clo
 
 def test_a_real_heading_over_a_fact_that_begins_with_its_name_is_kept(isolated_home, embedder,
                                                                        clock):
-    """"Deployment" over "Deployment uses blue-green" names a branch: it keeps its place among
-    the hits and in the path; so does a heading with the fact's summary whose content says
-    more."""
+    """"Deployment" over "Deployment uses blue-green" names a branch, even with nothing more in
+    its content: it keeps its place among the hits and in the path. So does a heading with
+    the fact's summary whose content says more. A concept that only repeats the fact is
+    replaced by it."""
     mem = Memory(isolated_home / "real.db", embedder, clock=clock)
     try:
-        topic = store_knowledge(mem, "How the team ships its services.", "Deployment",
-                                depth=0).fragment
+        topic = store_knowledge(mem, "Deployment", "Deployment", depth=0).fragment
         concept = store_knowledge(mem, "Deployment uses blue-green", "Deployment uses blue-green",
                                   parent_id=topic.id, depth=1).fragment
         fact = store_knowledge(mem, "Deployment uses blue-green, with the old colour kept "
                                "warm for an hour.", "Deployment uses blue-green",
                                parent_id=concept.id, depth=2).fragment
-        assert not copy_chains.copies(topic, fact)
-        assert copy_chains.copies(concept, fact)  # it adds nothing: the fact stands for it
+        assert not copy_chains.copies(topic, fact) and not copy_chains.copies(topic, concept)
+        assert copy_chains.copies(concept, fact)
         rich = store_knowledge(mem, "Blue-green, canaries and rollbacks: how releases reach "
                                "production.", "Deployment uses blue-green", depth=0).fragment
         assert not copy_chains.copies(rich, fact)
         found = mem.search("deployment blue-green", limit=10).fragments
+        assert concept.id in {s.fragment.id for s in found}
         ids = [s.fragment.id for s in copy_chains.collapse(mem.reader, found, 10)]
-        assert topic.id in ids and fact.id in ids and concept.id not in ids
+        assert topic.id in ids and fact.id in ids and rich.id in ids and concept.id not in ids
         assert prompt_candidates.paths(mem.reader, [fact])[fact.id] == "Deployment"
+    finally:
+        mem.close()
+
+
+def test_a_heading_that_reads_like_a_fact_in_another_branch_is_kept(isolated_home, embedder,
+                                                                     clock):
+    """Only a heading above the fact gives it its place: a topic elsewhere that happens to
+    say the same heads its own branch."""
+    mem = Memory(isolated_home / "apart.db", embedder, clock=clock)
+    try:
+        text = "Backups of the billing database are kept for ninety days."
+        fact = store_knowledge(mem, text, text).fragment
+        other = mem.store(text, text, depth=0, source="user")  # as an import might make it
+        assert other.id not in mem.reader.ancestors(fact.id)
+        below = store_knowledge(mem, "Restores are tested every quarter.", "Restore drills",
+                                parent_id=other.id, depth=1).fragment
+        assert copy_chains.copies(other, fact)
+        found = mem.search("How long are billing backups kept?", limit=20).fragments
+        assert other.id in {s.fragment.id for s in found}
+        ids = [s.fragment.id for s in copy_chains.collapse(mem.reader, found, 20)]
+        assert other.id in ids and fact.id in ids and below.id
     finally:
         mem.close()
