@@ -20,6 +20,7 @@ path printed above an answer."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from .terms import keyword_terms, stem
@@ -39,23 +40,32 @@ def _plain(text: str) -> str:
     return " ".join(text.split())
 
 
+@functools.lru_cache(maxsize=4096)
+def _name(summary: str, content: str) -> tuple[str, bool, frozenset[str]]:
+    """(the name without its "…", lowercase; whether it was clipped; the stems of the words
+    its content adds to it): a heading is compared with every hit below it."""
+    name = _plain(summary)
+    clipped = name.endswith(CLIPPED)
+    bare = name[:-len(CLIPPED)].rstrip() if clipped else name
+    # The name is the fragment's own words (a clipped one ends in part of a word, which the
+    # fragment's terms would not match): taken out of the content before comparing words.
+    rest = _plain(content).replace(name, " ")
+    return bare.lower(), clipped, frozenset(stem(t) for t in keyword_terms(rest)
+                                            if t not in HOLLOW)
+
+
+@functools.lru_cache(maxsize=4096)
+def _said(summary: str, content: str) -> frozenset[str]:
+    return frozenset(stem(t) for t in keyword_terms(f"{summary} {content}"))
+
+
 def copies(heading: Fragment, below: Fragment) -> bool:
     """Whether `heading` says nothing that `below` (a fragment under it) does not."""
-    name = _plain(heading.summary)
-    clipped = name.endswith(CLIPPED)
-    stem_of_name = name[:-len(CLIPPED)].rstrip() if clipped else name
+    bare, clipped, adds = _name(heading.summary, heading.content)
     full = _plain(below.summary).lower()
-    if not stem_of_name:
+    if not bare or not (full.startswith(bare) if clipped else full == bare):
         return False
-    same = (full.startswith(stem_of_name.lower()) if clipped
-            else full == stem_of_name.lower())
-    if not same:
-        return False
-    # The name is the fragment's own words (a clipped one ends in part of a word, which the
-    # fragment's terms would not match): take it out of the content before comparing words.
-    rest = _plain(heading.content).replace(name, " ")
-    said = {stem(t) for t in keyword_terms(f"{below.summary} {below.content}")}
-    return all(t in HOLLOW or stem(t) in said for t in keyword_terms(rest))
+    return adds <= _said(below.summary, below.content)
 
 
 def collapse(store: Store, hits: list[ScoredFragment], limit: int) -> list[ScoredFragment]:

@@ -12,6 +12,7 @@ from ..core import relevance as rel
 from ..core.types import Fragment, ScoredFragment, TopicSummary, TreeNode
 from ..store import Store
 from . import dated
+from .copy_chains import collapse
 from .fusion import Fusion, keyword_coverage
 from .memory_base import (
     BROUGHT_DOWN,
@@ -80,6 +81,18 @@ class Memory(Writes):
         ranks by one signal alone, for comparisons."""
         found = self._rank_candidates(text, limit, depth, mode, include_superseded)
         return Recall(self._with_text(found.fragments), found.keyword_only)
+
+    def search_distinct(self, text: str, limit: int, widen: int) -> Recall:
+        """search() across depths whose hits are each a different answer: a heading that only
+        copies a hit below it (copy_chains.py) gives that hit its place, and the hits after
+        fill in. Ranked `widen` times as deep; the text of the hits past `limit` is read (one
+        read more) only when a copy was found among the first."""
+        found = self._rank_candidates(text, limit * widen, None, "hybrid", False)
+        first = self._with_text(found.fragments[:limit])
+        hits = collapse(self.reader, first, limit)
+        if len(hits) < len(first) and len(found.fragments) > limit:
+            hits = collapse(self.reader, first + self._with_text(found.fragments[limit:]), limit)
+        return Recall(hits, found.keyword_only)
 
     def _with_text(self, scored: list[ScoredFragment]) -> list[ScoredFragment]:
         """Candidates are ranked without their text (see Store.get_many); the few that are

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import render
-from .copy_chains import collapse, plain_path
+from .copy_chains import plain_path
 from .prompt_evidence import Candidate, with_coverage
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from .memory import Memory
 
 CANDIDATES = 10  # hybrid search hits ...
-HITS_READ = 3  # ... read CANDIDATES x this many: a heading copying a hit gives it its place, and
-#   placement's chains are three hits deep (topic, concept, fact)
+HITS_READ = 3  # ... ranked CANDIDATES x this many deep: a heading copying a hit gives it its
+#   place (Memory.search_distinct), and placement's chains are three hits (topic, concept, fact)
 CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
 DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
 RARE_TERMS = 3  # the prompt's rarest terms the extra keyword search asks for ...
@@ -93,19 +93,18 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
     its evidence (prompt_evidence.Candidate). None when the model failed to load (the caller
     judges by words then)."""
     text = prompt[:MAX_PROMPT]
-    found = memory.search(text, limit=limit * HITS_READ)
+    # Ten hits for ten different answers: a heading that copies a hit (copy_chains.py) gives
+    # that hit its place, and the hits after the tenth fill in.
+    found = memory.search_distinct(text, limit, HITS_READ)
     if found.keyword_only:
         return None
     store = memory.reader
-    # Ten hits for ten different answers: a heading that copies a hit (copy_chains.py) gives
-    # that hit its place, and the hits after the tenth fill in.
-    hits = collapse(store, found.fragments, limit)
     order: list[str] = []  # hits in search order; a heading's id stands for its answers
     cos: dict[str, float] = {}
     frags: dict[str, Fragment] = {}
     below: dict[str, list[str]] = {}
     branch: dict[str, float] = {}  # heading id -> its cosine
-    for s in hits:
+    for s in found.fragments:
         frag = s.fragment
         if frag.superseded_by or frag.id in seen:
             continue
