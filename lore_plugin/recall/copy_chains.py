@@ -68,20 +68,28 @@ def copies(heading: Fragment, below: Fragment) -> bool:
     return adds <= _said(below.summary, below.content)
 
 
+def copying(hits: list[ScoredFragment]) -> dict[str, list[str]]:
+    """Each hit that copies hits deeper than it, in text alone: heading id -> their ids,
+    deepest first (whether they lie below it is collapse's to check)."""
+    frags = [h.fragment for h in hits]
+    pairs: dict[str, list[str]] = {}
+    for h in frags:
+        below = [d for d in frags if d.depth > h.depth and copies(h, d)]
+        if below:
+            pairs[h.id] = [d.id for d in sorted(below, key=lambda d: -d.depth)]
+    return pairs
+
+
 def collapse(store: Store, hits: list[ScoredFragment], limit: int) -> list[ScoredFragment]:
     """The first `limit` hits with each copying heading replaced by the deepest hit below it
     that it copies: that hit stands once, at the best rank of its chain, with its own
     similarity. A heading whose copy is not among the hits keeps its place (the per-prompt
     descent puts its closest children there). Reads the store only when some hit copies
     another in text: the parents, one batched read per level between them."""
-    frags = [h.fragment for h in hits]
-    pairs: dict[str, list[str]] = {}  # heading id -> hits it copies, deepest first
-    for h in frags:
-        below = [d for d in frags if d.depth > h.depth and copies(h, d)]
-        if below:
-            pairs[h.id] = [d.id for d in sorted(below, key=lambda d: -d.depth)]
+    pairs = copying(hits)
     if not pairs:
         return hits[:limit]
+    frags = [h.fragment for h in hits]
     gap = max(d.depth for d in frags) - min(d.depth for d in frags)
     above = _ancestors(store, list({d for ds in pairs.values() for d in ds}), gap)
     into: dict[str, str] = {}
