@@ -80,6 +80,20 @@ def test_the_hooks_first_hits_hold_as_many_facts_as_hits(placed):
     assert len({c.fragment.id for c in first} & facts) == 3
 
 
+def test_a_copy_heading_whose_fact_is_not_hit_gives_its_place_to_the_fact(placed):
+    """With one hit, the chain's heading is that hit and its fact is not: the fact takes the
+    heading's place (rank 0) among the candidates, the heading is never one."""
+    mem, stored = placed
+    trial = stored[FACTS[0]]
+    first = mem.search(QUESTION, limit=1).fragments[0].fragment
+    assert first.id in {f.id for f in trial.created}
+    found = prompt_candidates.candidates(mem, QUESTION, set(), limit=1, rare_hits=0,
+                                         neighbours_of=0)
+    assert found is not None
+    assert found[0].fragment.id == trial.fragment.id and found[0].rank == 0
+    assert not {c.fragment.id for c in found} & {f.id for f in trial.created}
+
+
 def test_the_path_above_an_answer_leaves_out_the_levels_that_copy_it(placed, clock):
     """The trial fact's own copies leave it no path; a fact placed under the trial's
     concept shows that concept once, not "Trials… › Trials…"."""
