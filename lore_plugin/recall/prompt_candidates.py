@@ -2,7 +2,9 @@
 judges (prompt_judge.py).
 
 Four ways in, each catching what the others miss:
-- hybrid search's hits, in its order (meaning, words, neighbours, relevance fused);
+- hybrid search's hits, in its order (meaning, words, neighbours, relevance fused), each a
+  different answer: a heading that only copies a hit below it gives it its place
+  (copy_chains.py);
 - the descent: a topic or concept that search found is a signpost, not an answer, so it is
   replaced, where it stood, by the knowledge below it closest to the prompt;
 - the prompt's rarest words: a keyword search on the few terms of the prompt that this
