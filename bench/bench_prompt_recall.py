@@ -64,6 +64,8 @@ from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
+from lore_plugin.recall import render  # noqa: E402
+from lore_plugin.recall.prompt_candidates import PATH_CHARS, SEPARATOR  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed")
@@ -248,6 +250,20 @@ def ceiling(cases: list[pc.Case]) -> dict[str, float]:
     return out
 
 
+def echoed_paths(cases: list[pc.Case]) -> tuple[int, int, int]:
+    """(the related prompts' candidates with a path, those whose path repeats a level, those
+    whose path holds the candidate's own summary): the copies of a fact that placement names
+    headings after (recall/copy_chains.py) read "X… › X… › X"."""
+    with_path = repeats = own = 0
+    for case in (c for c in cases if c.related):
+        for c in hook(case):
+            levels = c.path.split(SEPARATOR) if c.path else []
+            with_path += bool(levels)
+            repeats += any(a == b for a, b in zip(levels, levels[1:]))
+            own += render.clip(c.fragment.summary, PATH_CHARS) in levels
+    return with_path, repeats, own
+
+
 def show(cases: list[pc.Case], rule: Rule) -> None:
     """Every related prompt the rule leaves without its answer (what it injected instead, or
     nothing, and where the gold item stood among the candidates) and every unrelated prompt
@@ -378,6 +394,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(table(f"Prompt recall on {name} (related prompts: {counts}; "
                     f"coverage / precision / unrelated{speed})",
                     ["selection", *COLUMNS], rows), flush=True)
+        paths_seen, repeating, naming = echoed_paths(mine[BOTH])
+        print(f"paths above the candidates (related prompts): {paths_seen}, repeating a level "
+              f"{repeating}, naming the candidate itself {naming}", flush=True)
         print(table(f"Trade-off curve on {name}: unrelated ≤ 2 % on the tuning half, best "
                     "coverage for its precision there", ["selection", *pc.HALVES],
                     [[k] + [" / ".join(f"{results[name][k][h][m]:.3f}" for m in

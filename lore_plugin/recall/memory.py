@@ -12,6 +12,7 @@ from ..core import relevance as rel
 from ..core.types import Fragment, ScoredFragment, TopicSummary, TreeNode
 from ..store import Store
 from . import dated
+from .copy_chains import collapse, copying
 from .fusion import Fusion, keyword_coverage
 from .memory_base import (
     BROUGHT_DOWN,
@@ -80,6 +81,17 @@ class Memory(Writes):
         ranks by one signal alone, for comparisons."""
         found = self._rank_candidates(text, limit, depth, mode, include_superseded)
         return Recall(self._with_text(found.fragments), found.keyword_only)
+
+    def search_distinct(self, text: str, limit: int, widen: int) -> Recall:
+        """search() across depths whose hits are each a different answer: a heading that only
+        copies a hit below it (copy_chains.py) gives that hit its place, and the hits after
+        fill in. Ranked `widen` times as deep; only when the first `limit` hold a copy in
+        text are the others' text and the parents between them read."""
+        found = self._rank_candidates(text, limit * widen, None, "hybrid", False)
+        hits = self._with_text(found.fragments[:limit])
+        if copying(hits):
+            hits = collapse(self.reader, hits + self._with_text(found.fragments[limit:]), limit)
+        return Recall(hits, found.keyword_only)
 
     def _with_text(self, scored: list[ScoredFragment]) -> list[ScoredFragment]:
         """Candidates are ranked without their text (see Store.get_many); the few that are

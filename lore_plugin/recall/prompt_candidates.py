@@ -2,7 +2,9 @@
 judges (prompt_judge.py).
 
 Four ways in, each catching what the others miss:
-- hybrid search's hits, in its order (meaning, words, neighbours, relevance fused);
+- hybrid search's hits, in its order (meaning, words, neighbours, relevance fused), each a
+  different answer: a heading that only copies a hit below it gives it its place
+  (copy_chains.py);
 - the descent: a topic or concept that search found is a signpost, not an answer, so it is
   replaced, where it stood, by the knowledge below it closest to the prompt;
 - the prompt's rarest words: a keyword search on the few terms of the prompt that this
@@ -30,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import render
+from .copy_chains import plain_path
 from .prompt_evidence import Candidate, with_coverage
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -38,7 +41,9 @@ if TYPE_CHECKING:
     from ..store import Store
     from .memory import Memory
 
-CANDIDATES = 10  # hybrid search hits
+CANDIDATES = 10  # hybrid search hits ...
+HITS_READ = 3  # ... ranked CANDIDATES x this many deep: a heading copying a hit gives it its
+#   place (Memory.search_distinct), and placement's chains are three hits (topic, concept, fact)
 CHILDREN = 4  # the children of a matched heading closest to the prompt that compete as answers
 DESCEND_LEVELS = 2  # how far below a matched topic or concept its answers are looked for
 RARE_TERMS = 3  # the prompt's rarest terms the extra keyword search asks for ...
@@ -62,13 +67,15 @@ def chains(store: Store, frags: list[Fragment]) -> dict[str, list[str]]:
 
 def paths(store: Store, frags: list[Fragment],
           ancestry: dict[str, list[str]] | None = None) -> dict[str, str]:
-    """Each fragment's ancestors' names, topic first: "Releases › Rollouts"."""
+    """Each fragment's ancestors' names, topic first: "Releases › Rollouts", without the
+    levels that only copy the level below them or the fragment (copy_chains.plain_path)."""
     ancestry = chains(store, frags) if ancestry is None else ancestry
     names = store.get_many(list({a for chain in ancestry.values() for a in chain}),
                            with_parent=False)
-    return {fid: SEPARATOR.join(render.clip(names[a].summary, PATH_CHARS)
-                                for a in reversed(chain) if a in names)
-            for fid, chain in ancestry.items()}
+    own = {f.id: f for f in frags}
+    return {fid: SEPARATOR.join(render.clip(level.summary, PATH_CHARS) for level in plain_path(
+                [names[a] for a in reversed(chain) if a in names], own[fid]))
+            for fid, chain in ancestry.items() if fid in own}
 
 
 def rare_expression(store: Store, prompt: str, most: int = RARE_TERMS) -> str | None:
@@ -88,7 +95,9 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
     its evidence (prompt_evidence.Candidate). None when the model failed to load (the caller
     judges by words then)."""
     text = prompt[:MAX_PROMPT]
-    found = memory.search(text, limit=limit)
+    # Ten hits for ten different answers: a heading that copies a hit (copy_chains.py) gives
+    # that hit its place, and the hits after the tenth fill in.
+    found = memory.search_distinct(text, limit, HITS_READ)
     if found.keyword_only:
         return None
     store = memory.reader
