@@ -175,6 +175,8 @@ def rules() -> dict[str, Rule]:
             out[f"names path: rare = held by ≤ {few} rows, {common} other word(s)"] = \
                 lambda c, f=few, m=common: named(c, few=f, common=m)
     out["names path, one rare word enough"] = lambda c: named(c, min_rare=1)
+    out["names path, a note must hold every rare word (no spare word)"] = \
+        lambda c: named(c, spare=False)
     for cos in (0.35, 0.40, 0.45):
         for lead in (0.06, 0.08, 0.10, 0.12):
             out[f"semantic path: cosine ≥ {cos:.2f}, lead ≥ {lead:.2f}"] = \

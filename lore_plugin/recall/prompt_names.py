@@ -16,10 +16,13 @@ answers when
 - a name no note holds (Candidate.stranger) says the prompt is about someone this memory
   never met;
 - the notes whose own text holds every one of the rare words are its answers, in search's
-  order, at most MOST: the branch above a note does not count, since a heading named after
-  a person holds the name for every note below it.
+  order, at most MOST; but a prompt with fewer than COMMON other words may leave the rest of
+  that allowance out of the note: a word few notes hold can still be the question's own
+  ("work" where only three notes say it). The branch above a note does not count: a
+  heading holds its words for every note below it, and counting it gave a question in
+  other words ("labels from people disagree") a wrong note, the office fridge's labels.
 
-FEW, COMMON and the smallest number of rare words were chosen on the tuning halves of
+FEW, COMMON, MIN_RARE and the spare word were chosen on the tuning halves of
 bench_prompt_recall.py's sets; the figures are in bench/README.md. Standard library only."""
 
 from __future__ import annotations
@@ -37,28 +40,29 @@ COMMON = 1  # the prompt's other words (common, or held by no note) besides its 
 MIN_RARE = 2  # rare words the prompt must have: one alone is a subject, not a name
 
 
-def rare_terms(c: Candidate, few: int = FEW, common: int = COMMON) -> list[int] | None:
-    """The places, among the prompt's terms, of those that few rows hold; None when the
-    prompt is not (almost) all such words (more than `common` others)."""
+def rare_terms(c: Candidate, few: int = FEW) -> tuple[list[int], int]:
+    """The places, among the prompt's terms, of those that few rows hold, and how many others
+    it has (common here, or held by no note)."""
     few = min(few, int(c.rows * FEW_SHARE))
     rare = [i for i, n in enumerate(c.term_rows) if 1 <= n <= few]
-    # A word no note holds is the question's own ("collaboration") or a paraphrase's: a
-    # prompt of names has at most `common` of those and of the common words together.
-    others = sum(n > few or n == 0 for n in c.term_rows)
-    return rare if others <= common else None
+    return rare, len(c.term_rows) - len(rare)
 
 
 def answer(found: Sequence[Candidate], most: int, few: int = FEW, common: int = COMMON,
-           min_rare: int = MIN_RARE) -> list[Fragment]:
-    """The notes holding every rare word of a prompt made of names, in search's order (at
-    most `most`); [] when the prompt is not such a prompt or no note holds them all."""
+           min_rare: int = MIN_RARE, spare: bool = True) -> list[Fragment]:
+    """The notes holding the rare words of a prompt made of names, in search's order (at
+    most `most`); [] when the prompt is not such a prompt or no note holds them. `spare`:
+    a prompt with fewer than `common` other words may leave that many of its rare words out
+    of a note (a word few notes hold can still be the question's own, "work" in a memory
+    whose notes say "worked")."""
     if not found or found[0].stranger:
         return []
-    rare = rare_terms(found[0], few, common)
-    if rare is None or len(rare) < min_rare:
+    rare, others = rare_terms(found[0], few)
+    if others > common or len(rare) < min_rare:
         return []
+    need = max(min_rare, len(rare) - (common - others if spare else 0))
     out: dict[str, Fragment] = {}
     for c in found:
-        if len(c.held) == len(c.term_rows) and all(c.held[i] for i in rare):
+        if len(c.held) == len(c.term_rows) and sum(c.held[i] for i in rare) >= need:
             out.setdefault(c.fragment.id, c.fragment)
     return list(out.values())[:most]

@@ -40,6 +40,8 @@ NOTES = [
      "run from a bastion inside the network.", "VPN work for log searches"),
     ("Onboarding to the analytics codebase: where the jobs live, how they are scheduled by "
      "Airflow, and who owns which pipeline.", "Onboarding to the analytics codebase"),
+    ("Quarterly planning lists the team's projects with an owner and a target date for each.",
+     "Quarterly planning"),
 ]
 
 
@@ -96,3 +98,12 @@ def test_words_no_note_holds_count_against_a_prompt_of_names(memory):
     found = prompt_recall.gather(mem, prompt, set())
     assert prompt_judge.judge(found, names=False) == []
     assert ask(mem, prompt) == []
+
+
+def test_one_rare_word_of_the_question_may_be_missing_from_the_notes(memory):
+    """"projects" is rare here too (the planning note holds it) but is the question's own
+    word: the notes naming Priya Raman hold every rare word but that one, and answer."""
+    mem, ids = memory
+    found = prompt_recall.gather(mem, "Priya Raman projects", set())
+    assert prompt_judge.judge(found, names=False) == []
+    assert set(ask(mem, "Priya Raman projects")) == {ids[GRADLE], ids[DASHBOARD]}
