@@ -24,7 +24,8 @@ answers in its band ordered by the fitted model: fit_prompt_judge.py; a reply to
 among the candidates takes the question's words: prompt_replies.py), with its constants
 varied around the chosen ones (the trade-off curve); "semantic path" rows vary
 prompt_semantic's answer on meaning alone for a prompt the gate silences ("without the
-semantic path" is the judge before it). The hook's candidates are
+semantic path" is the judge before it), "names path" rows prompt_names' answer for a prompt
+made of names. The hook's candidates are
 prompt_recall.gather's (the replies included); the pool's wider settings are
 prompt_candidates.candidates' alone. The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and
@@ -62,6 +63,7 @@ from common import percentile, table, write_json  # noqa: E402
 from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
+from lore_plugin.recall import prompt_names as pn  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall import render  # noqa: E402
@@ -123,6 +125,16 @@ def semantic(case: pc.Case, agreeing: bool = False, **variant: Any) -> list[Frag
     return got or ps.answer(found, **variant)
 
 
+def named(case: pc.Case, **variant: Any) -> list[Fragment]:
+    """The judge with the names path's constants varied (prompt_names.answer), in the
+    judge's order: the gate, a day's notes, the names, the semantic path."""
+    got = pj.judge(hook(case), names=False, semantic=False)
+    found = pj.answered(hook(case))
+    if got or any(x.dated for x in found):
+        return got or [x.fragment for x in found if x.dated][:pj.MOST]
+    return pn.answer(found, pj.MOST, **variant) or ps.answer(found)
+
+
 def full_words(case: pc.Case, min_coverage: float = 0.95, min_own: float = 0.5
                ) -> list[Fragment]:
     """The judge, but when it gives nothing, the notes (in search's order, at most MOST)
@@ -158,6 +170,15 @@ def rules() -> dict[str, Rule]:
     }
     out["chosen without the semantic path (main before it)"] = \
         lambda c: pj.judge(hook(c), semantic=False)
+    out["chosen without the names path (main before it)"] = \
+        lambda c: pj.judge(hook(c), names=False)
+    for few in (3, 5, 8):
+        for common in (0, 1, 2):
+            out[f"names path: rare = held by ≤ {few} rows, {common} other word(s)"] = \
+                lambda c, f=few, m=common: named(c, few=f, common=m)
+    out["names path, one rare word enough"] = lambda c: named(c, min_rare=1)
+    out["names path, a note must hold every rare word (no spare word)"] = \
+        lambda c: named(c, spare=False)
     for cos in (0.35, 0.40, 0.45):
         for lead in (0.06, 0.08, 0.10, 0.12):
             out[f"semantic path: cosine ≥ {cos:.2f}, lead ≥ {lead:.2f}"] = \
@@ -409,7 +430,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
               "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,
               "semantic_min_cosine": ps.MIN_COSINE, "semantic_min_lead": ps.MIN_LEAD,
-              "semantic_lead_over": ps.LEAD_OVER}
+              "semantic_lead_over": ps.LEAD_OVER, "names_few": pn.FEW,
+              "names_few_share": pn.FEW_SHARE, "names_common": pn.COMMON,
+              "names_min_rare": pn.MIN_RARE}
     write_json(args.json, "prompt_recall", {"results": results, "chosen": chosen,
                                             "timings_ms": {k: [round(t * 1000, 2) for t in v]
                                                            for k, v in timings.items()}})

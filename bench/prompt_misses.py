@@ -20,6 +20,16 @@ builds; nothing is searched again):
 - a sibling was chosen: a note under the same parent is a candidate, not the gold one (the
   right place, the wrong line);
 - other: shares words with the prompt, and nothing of its branch was found.
+
+With `--judge`, the other side: the related prompts whose gold item IS among the candidates
+but not in what the chosen judge injects, each in one class of JUDGED (nothing is read but
+the cases file):
+- rejected by agreement: the gold item holds less than MIN_AGREEMENT of the prompt's IDF
+  mass with its branch (something else injected, or nothing);
+- silent, below the bar: it agrees, but no agreeing candidate reaches MIN_EVIDENCE;
+- below the band: others pass, the gold item's evidence is under the band;
+- ranking: it is in the band, and the model put MOST others first;
+- cut by the budget: the judge chose it, but the 600 characters ran out before it.
 """
 
 from __future__ import annotations
@@ -47,12 +57,16 @@ from bench_recall import (  # noqa: E402
 from lore_plugin.core import timeparse  # noqa: E402
 from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
+from lore_plugin.recall import prompt_judge as pj  # noqa: E402
+from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall.terms import keyword_terms  # noqa: E402
 from lore_plugin.store import Store  # noqa: E402
 
 CLASSES = ("period", "day", "no shared word", "name", "child of a matched heading",
            "a sibling was chosen (next turn)", "a sibling was chosen (2-3 turns away)",
            "a sibling was chosen", "other")
+JUDGED = ("rejected by agreement (other injected)", "rejected by agreement (silent)",
+          "silent, below the bar", "below the band", "ranking", "cut by the budget")
 NAME_SHARE = 0.05  # a name held by more rows than this is not rare here (LoCoMo's speakers)
 _NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w'-]+|\"[^\"]+\"|'[^']+'")
 
@@ -100,6 +114,25 @@ def classify(case: pc.Case, store: Store, now: float) -> str:
     return "other"
 
 
+def judged(case: pc.Case) -> str | None:
+    """Why the chosen judge leaves out a gold item that is among the candidates (a JUDGED
+    class); None when it answers or the gold item is not a candidate."""
+    got = pj.judge(case.found)
+    _, ids = pr.compose(got, where=case.where)
+    found = pj.answered(case.found)
+    gold = [c for c in found if c.fragment.id in case.gold]
+    if case.gold & set(ids) or not gold:
+        return None
+    if case.gold & {f.id for f in got}:
+        return JUDGED[5]
+    best = max(gold, key=pj.evidence)
+    if best.coverage < pj.MIN_AGREEMENT:
+        return JUDGED[0] if ids else JUDGED[1]
+    if not ids:
+        return JUDGED[2]
+    return JUDGED[3] if pj.evidence(best) < pj.MIN_EVIDENCE - pj.BAND else JUDGED[4]
+
+
 def _turn(frag: Fragment) -> int:
     """A LoCoMo turn's place in its session (its key, "D3:5" -> 5), else -1."""
     key = str((frag.metadata or {}).get("key", ""))
@@ -111,7 +144,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cases", type=Path, required=True)
     parser.add_argument("--dataset", default=None)
     parser.add_argument("--show", default=None, help="print the prompts of this class")
+    parser.add_argument("--judge", action="store_true",
+                        help="classify the judge's misses whose answer is a candidate")
     args = parser.parse_args(argv)
+    if args.judge:
+        return judge_misses(args.cases, args.dataset, args.show)
     where = memories()
     category = {q.text: q.category for c in load_locomo(DEFAULT_LOCOMO) for q in c.questions}
     by_category: Counter[tuple[str, str]] = Counter()
@@ -136,6 +173,26 @@ def main(argv: list[str] | None = None) -> None:
               + ", ".join(f"{k} {got[k]} ({got[k] / n:.3f})" for k in CLASSES if got[k]))
     for (half, cat), n in sorted(by_category.items()):
         print(f"locomo {half}, LoCoMo category {cat}: {n}")
+
+
+def judge_misses(path: Path, dataset: str | None, show: str | None) -> None:
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    totals: Counter[tuple[str, str]] = Counter()
+    for case in pc.load(path):
+        if not case.related or (dataset and case.dataset != dataset):
+            continue
+        totals[case.dataset, case.half] += 1
+        kind = judged(case)
+        if kind is None:
+            continue
+        counts.setdefault((case.dataset, case.half), Counter())[kind] += 1
+        if show and show == kind:
+            print(f"  [{case.dataset}/{case.half}] {case.question}")
+    for (name, half), got in sorted(counts.items()):
+        n = totals[name, half]
+        print(f"{name} {half}: the answer a candidate but not injected for {sum(got.values())}"
+              f" of {n} related prompts; "
+              + ", ".join(f"{k} {got[k]} ({got[k] / n:.3f})" for k in JUDGED if got[k]))
 
 
 if __name__ == "__main__":

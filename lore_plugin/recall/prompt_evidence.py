@@ -50,6 +50,12 @@ class Candidate:
     dated: bool = False  # stored on the day a prompt about that day names (prompt_candidates)
     follows: str = ""  # the id of the candidate question it comes right after (prompt_replies)
     stranger: bool = False  # the prompt names (a capitalised word) what no note here holds
+    # The prompt's own words, for the names rule (prompt_names.py): how many rows of the
+    # memory hold each of its keyword terms (the same for every candidate, 0: none), and
+    # which of them this candidate's own text holds, in the prompt's order; and the rows.
+    term_rows: tuple[int, ...] = ()
+    held: tuple[bool, ...] = ()
+    rows: int = 0
 
 
 def idf(rows_holding: int, rows: int) -> float:
@@ -98,5 +104,8 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
     share, own = coverage(stats, rows, docs), coverage(stats, rows, alone)
     # The same for every candidate: it says what the prompt is about, not what one holds.
     stranger = any(stats[t][1] == 0 for t in names(prompt) if t in stats)
+    counts = tuple(n for _, n in stats.values())
     return [replace(c, coverage=share.get(c.fragment.id, 0.0), own=own.get(c.fragment.id, 0.0),
-                    stranger=stranger) for c in found]
+                    stranger=stranger, term_rows=counts, rows=rows,
+                    held=tuple(toks <= alone[c.fragment.id] for toks, _ in stats.values()))
+            for c in found]

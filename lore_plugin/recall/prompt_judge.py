@@ -18,6 +18,9 @@ particular words, and stays below the bar.
 - A note that asks what the prompt asks holds its words; the note after it answers
   (prompt_replies.py). Such a reply is judged on the better of its own words and its
   question's (answered()), and the question is ordered below it.
+- A prompt that is little more than names ("Sarah Chen work") holds every rare word of a
+  long note whose meaning MiniLM rates far from it: when nothing passes, the notes that hold
+  those words (prompt_names.py).
 - A prompt worded differently from its note holds none of its words: when nothing passes,
   the one note its meaning alone clearly points at (prompt_semantic.py), if any.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
@@ -38,7 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import prompt_semantic
+from . import prompt_names, prompt_semantic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -99,7 +102,7 @@ def answered(found: Sequence[Candidate]) -> list[Candidate]:
 def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: float = BAND,
           most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT,
           min_agreement: float = MIN_AGREEMENT, weights: Sequence[float] = WEIGHTS,
-          bias: float = BIAS, semantic: bool = True) -> list[Fragment]:
+          bias: float = BIAS, semantic: bool = True, names: bool = True) -> list[Fragment]:
     """The answers to inject, likeliest first; [] when the best is not strong enough."""
     found = answered(found)
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
@@ -107,8 +110,10 @@ def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: 
     if not agree or max(e for e, _, _ in agree) < min_evidence:
         # A prompt about a day: that day's notes, in search's order (prompt_candidates).
         day = [c.fragment for c in found if c.dated][:most]
+        # A prompt made of names: the notes that hold them (prompt_names).
+        named = prompt_names.answer(found, most) if names and not day else []
         # A prompt in other words than its note: the note its meaning alone points at.
-        return day or (prompt_semantic.answer(found) if semantic else [])
+        return day or named or (prompt_semantic.answer(found) if semantic else [])
     likely = sorted(((probability(c, weights, bias), i, c) for e, i, c in agree
                      if e >= min_evidence - band), key=lambda t: (-t[0], t[1]))
     return [c.fragment for _, _, c in likely[:most]]
