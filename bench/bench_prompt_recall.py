@@ -70,7 +70,11 @@ from lore_plugin.recall import render  # noqa: E402
 from lore_plugin.recall.prompt_candidates import PATH_CHARS, SEPARATOR  # noqa: E402
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
-DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed")
+DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed",
+            "paraphrase-tool-project", "peer-placed-project")
+# The project of the "-project" sets: a session started in this folder, as the MCP server
+# runs in one, so that placement files its notes under "Project orchard" (storing._topic_name).
+PROJECT = "/home/dev/orchard"
 BOTH = "both halves"
 COLUMNS = (*pc.HALVES, BOTH)
 Rule = Callable[[pc.Case], list[Fragment]]
@@ -315,7 +319,8 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
     recall_tool.store_one_by_one, a topic per project given, every note stored on one day;
     paraphrase: content and summary only, Lore's placement making the topics and concepts:
     prompt_cases.store_placed); "peer-placed" is the peer's notes stored as the paraphrase's,
-    each on its own day."""
+    each on its own day; the "-project" sets are those two stored and asked with the memory's
+    project set (PROJECT), as a new user's session in a project stores them."""
     model = LocalEmbedder(CACHE / "models")
     locomo = load_locomo(DEFAULT_LOCOMO, limit if "locomo" in only else 1)
     peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
@@ -338,7 +343,7 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
     tool_now = recall_tool.peer_now(DEFAULT_PEER)
     tool_db = tf / "peer-tool.db"
     tool = Corpus("peer-tool", [], peer.questions, 1, tool_now)
-    if only & {"peer-tool", "paraphrase-tool"}:
+    if only & {"peer-tool", "paraphrase-tool", "paraphrase-tool-project"}:
         tool_ids = recall_tool.store_one_by_one(DEFAULT_PEER, tool_db, emb[tf], tool_now)
     if "peer-tool" in only:
         cases += pc.ask_all("peer-tool", tool, tool_db, tool_ids, locomo[0], built[0][0],
@@ -358,6 +363,15 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
                             placed_ids, locomo[0], built[0][0],
                             pc.split([q.text for q in peer.questions]), emb[pf],
                             timings["peer-placed"])
+    for name, corpus, folder, other in (("paraphrase-tool-project", para, qf, (tool, tool_db)),
+                                        ("peer-placed-project", peer, pf,
+                                         (locomo[0], built[0][0]))):
+        if name in only:  # the sets above, stored and asked in a project (PROJECT)
+            placed_db = folder / f"{name}.db"
+            placed_ids = pc.store_placed(corpus, placed_db, emb[folder], project=PROJECT)
+            cases += pc.ask_all(name, replace(corpus, name=name), placed_db, placed_ids, *other,
+                                pc.split([q.text for q in corpus.questions]), emb[folder],
+                                timings[name], project=PROJECT)
     if "locomo" in only:
         halves = pc.split([c.name for c in locomo])
         for i, c in enumerate(locomo):

@@ -66,8 +66,10 @@ def split(keys: list[str]) -> dict[str, str]:
 
 def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
             other: Corpus | None, other_db: Path | None, halves: dict[str, str],
-            embedder: CachedEmbedder, timings: list[float]) -> list[Case]:
-    """`halves`: question text (or corpus name, for LoCoMo) -> half."""
+            embedder: CachedEmbedder, timings: list[float], project: str | None = None
+            ) -> list[Case]:
+    """`halves`: question text (or corpus name, for LoCoMo) -> half. `project`: the session's
+    project, as the hook running in that project sets it on its memory."""
     import time
 
     by_key = {key: fid for fid, key in ids.items()}
@@ -76,7 +78,7 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
     if other is not None and other_db is not None:
         asked.append((other, other_db, False))
     for memory_of, path, related in asked:
-        memory = Memory(path, embedder, clock=lambda c=memory_of: c.now, tz=UTC)
+        memory = Memory(path, embedder, clock=lambda c=memory_of: c.now, project=project, tz=UTC)
         try:
             for q in corpus.questions:
                 gold = frozenset(by_key[k] for k in q.gold if k in by_key) if related \
@@ -97,18 +99,21 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
     return cases
 
 
-def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder) -> dict[str, str]:
+def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder,
+                 project: str | None = None) -> dict[str, str]:
     """A fresh memory holding the corpus's deepest notes stored as a new user stores them:
     store_memory with content and summary only (storing.store_knowledge, as the tool calls
     it), oldest first, each on its own day, so that Lore's placement finds or makes the topic
-    and concept above it. Returns fragment id -> note key (a note stored as a repeat of an
-    earlier one keeps the earlier's)."""
+    and concept above it. `project`: the MCP server's project (memory.project, as a session
+    started in a project directory sets it), so that placement puts the notes under that
+    project's topic instead of "Loose knowledge". Returns fragment id -> note key (a note
+    stored as a repeat of an earlier one keeps the earlier's)."""
     for old in db_path.parent.glob(db_path.name + "*"):
         old.unlink()
     deepest = max(n.depth for n in corpus.nodes)
     notes = sorted((n for n in corpus.nodes if n.depth == deepest), key=lambda n: n.created_at)
     day = [corpus.now]
-    memory = Memory(db_path, embedder, clock=lambda: day[0], tz=UTC)
+    memory = Memory(db_path, embedder, clock=lambda: day[0], project=project, tz=UTC)
     ids: dict[str, str] = {}
     try:
         for note in notes:
