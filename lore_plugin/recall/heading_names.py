@@ -37,6 +37,15 @@ _DETERMINERS = frozenset(
     "a an the every each all its their our your his her this that these those some any no "
     "one two three several many".split())
 
+# Words that open a singular noun: an -s word right after that noun is its verb ("Every pod
+# declares requests" is about "Pod", where "Annual plans get" keeps "plans").
+_SINGULAR = frozenset("a an every each this that one".split())
+# Adverbs of time and manner that follow a verb or end a subject ("Hack week happens twice a
+# year", "Checking significance daily inflates"): never part of a heading's noun phrase.
+_ADVERBS = frozenset(
+    "daily weekly monthly yearly nightly hourly once twice always never often usually rarely "
+    "sometimes regularly quickly slowly automatically".split())
+
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april "
     "may june july august september october november december utc gmt".split())
@@ -128,14 +137,16 @@ def _leading_phrase(tokens: list[str]) -> list[str]:
     while i < len(tokens) and (tokens[i] in _CLAUSE or _is_function(tokens[i])
                                or _is_number(tokens[i]) or _past(tokens[i])):
         i += 1
+    single = i > 0 and _plain(tokens[i - 1]) in _SINGULAR  # "Every pod ...", "A lock file ..."
     phrase: list[str] = []
     while i < len(tokens) and len(phrase) < MAX_WORDS:
         token = tokens[i]
         after = tokens[i + 1] if i + 1 < len(tokens) else None
         if token in _CLAUSE or _is_function(token) or _is_number(token):
             break
-        if phrase and _ends_phrase(token, after):
-            break
+        if phrase and (_ends_phrase(token, after) or _plain(token) in _ADVERBS
+                       or (single and _plural_or_third(_plain(token)))):
+            break  # the verb, or an adverb: "Every pod declares", "significance daily"
         phrase.append(token)
         if after in _CLAUSE or _plural_or_third(_plain(token)):
             break  # a plural closes the phrase: the next word is its verb ("Trials last")
@@ -155,8 +166,15 @@ def _ends_phrase(token: str, after: str | None) -> bool:
     if after is None or after in _CLAUSE:
         return False  # "Canary deploys: ...": the phrase ends here with its noun
     nxt = _plain(after)
+    if nxt in _ADVERBS and _plural_or_third(word):
+        return True  # "Hack week happens twice": an adverb follows a verb, not a noun
     if nxt in _AUXILIARIES or not (_plural_or_third(word)
                                    or (len(word) > 4 and word.endswith("ing"))):
         return False  # "Pull requests are ...": the noun before the verb
+    if (_plural_or_third(word) and word.isalpha() and not word.endswith("ics")
+            and _plural_or_third(nxt) and after[:1].islower()):
+        # A noun's modifier is singular ("sensor readings"), so an -s word before a plural
+        # is a verb and its object ("Stripe handles invoices"); "analytics" is one noun.
+        return True
     return (nxt in _DETERMINERS or _is_number(after) or after[:1].isupper()
             or any(c in after for c in "._/-"))

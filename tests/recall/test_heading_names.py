@@ -21,6 +21,15 @@ from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
     ("Tree-shaking and lazy routes cut the JavaScript payload from 1.8 MB to 600 KB.",
      "Tree-shaking (JavaScript)"),
     ("False alarms from the disk alert were cut.", "False alarms"),
+    # After a singular determiner the -s word is the verb; an adverb ends the phrase or
+    # follows the verb; an -s word before a plural is a verb before its object.
+    ("Every pod declares requests and a ceiling.", "Pod"),
+    ("Hack week happens twice a year.", "Hack week"),
+    ("Checking significance daily inflates type I error.", "Checking significance"),
+    ("The book club meets monthly.", "Book club"),
+    ("Stripe handles invoices and dunning.", "Stripe"),
+    ("Missing sensor readings are imputed.", "Missing sensor readings"),
+    ("Product analytics events are defined in a tracking plan.", "Product analytics"),
     ("Built Python MCP server using FastMCP.", "Python MCP server (FastMCP)"),
     # Notes that open with what was done are about its object.
     ("Deployed new Spark job for materialization pipeline.", "New Spark job"),
