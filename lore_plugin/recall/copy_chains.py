@@ -16,13 +16,15 @@ placement's "Knowledge about …"). A real heading keeps its place: "Deployment"
 
 `collapse` gives a copying heading's place in a ranked list of hits to the hit it copies
 (one hit for the chain, at its best rank); `plain_path` leaves copying levels out of the
-path printed above an answer."""
+path printed above an answer, and the concept placement named after the answer's own first
+words (headingnames: "Checking significance" over "Checking significance daily inflates…")."""
 
 from __future__ import annotations
 
 import functools
 from dataclasses import replace
 
+from .heading_names import PLACED_NAME, opens
 from .terms import keyword_terms, stem
 
 TYPE_CHECKING = False  # not typing's: importing typing costs the per-turn hooks ~3 ms
@@ -127,13 +129,23 @@ def _ancestors(store: Store, ids: list[str], levels: int) -> dict[str, set[str]]
     return up
 
 
+def named_after(level: Fragment, answer: Fragment) -> bool:
+    """Whether `level` is a heading placement named after a subject (heading_names) that
+    opens `answer`'s summary: the concept made for that very fact ("Checking significance"
+    over "Checking significance daily inflates type I error…"), which above it only repeats
+    its first words. A heading someone named ("Deployment") is never left out."""
+    return (level.metadata.get(PLACED_NAME) == "subject"
+            and opens(level.summary, answer.summary))
+
+
 def plain_path(levels: list[Fragment], answer: Fragment) -> list[Fragment]:
     """The path's levels (topic first) without those that copy the level below them or the
-    answer: "X… › X… › Y" is "X… › Y", and a fact's own copies leave it no path."""
+    answer, or that placement named after the answer's own first words: "X… › X… › Y" is
+    "X… › Y", and a fact's own copies leave it no path."""
     kept: list[Fragment] = []
     below = answer
     for level in reversed(levels):
-        if copies(level, below) or copies(level, answer):
+        if copies(level, below) or copies(level, answer) or named_after(level, answer):
             continue
         kept.append(level)
         below = level

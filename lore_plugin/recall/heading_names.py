@@ -10,7 +10,7 @@ summary by its shape, in this order:
 
 English has no marker for a verb, so the phrase's end is guessed from the words around it
 (see _ends_phrase). A wrong guess costs a less telling name, never a lost fact: the name only
-labels the branch, and consolidation may rename it later (storing.PLACED_NAME marks it)."""
+labels the branch, and consolidation may rename it later (PLACED_NAME marks it)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ import re
 
 from .terms import STOPWORDS, keyword_terms
 
+# A heading placement made and named without an LLM: metadata key, valued by how it was named
+# ("project", "loose", "subject"), for a later pass that may name it better.
+PLACED_NAME = "placed_name"
 MAX_WORDS = 4
 NAMES = 2  # names kept after the subject phrase
 LEAD_WORDS = 5  # a lead before a colon longer than this is a sentence, not a subject
@@ -76,6 +79,19 @@ def subject_name(summary: str) -> str:
 def phrase_of(name: str) -> str:
     """The subject phrase of a name subject_name gave, without the names after it."""
     return name.split(" (", 1)[0]
+
+
+def opens(name: str, summary: str) -> bool:
+    """Whether the subject phrase of `name` is the first words of `summary`, once the words
+    that open a sentence without naming anything are skipped: "Checking significance" and
+    "Book club" open "Checking significance daily inflates…" and "The book club meets…", so
+    above that fact the name says nothing its own line does not."""
+    phrase = _TOKEN.findall(phrase_of(name).lower())
+    tokens = _TOKEN.findall(" ".join(summary.split()).lower())
+    start = 0
+    while start < len(tokens) and _is_function(tokens[start]):
+        start += 1
+    return bool(phrase) and tokens[start:start + len(phrase)] == phrase
 
 
 def _names_after(tokens: list[str], phrase: list[str]) -> list[str]:

@@ -32,16 +32,13 @@ from typing import Any
 from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
-from .heading_names import phrase_of, subject_name
+from .heading_names import PLACED_NAME, phrase_of, subject_name
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
 from .terms import held_terms, keyword_terms, numbers_in, stem
 
 NEAR_DUPLICATE = 0.92
 SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
 NAME_CHARS = 80
-# A heading placement made and named without an LLM: metadata key, valued by how it was named
-# ("project", "loose", "subject"), for a later pass that may name it better.
-PLACED_NAME = "placed_name"
 SUBJECT_SIMILARITY = 0.45  # a neighbour this close may join a subject it does not name
 CANDIDATES = 3  # headings looked at for a home, best first
 LOOSE = ("Loose knowledge", "Knowledge stored outside any project, a concept for each subject.")

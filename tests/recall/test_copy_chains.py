@@ -171,3 +171,27 @@ def test_a_heading_that_reads_like_a_fact_in_another_branch_is_kept(isolated_hom
         assert other.id in ids and fact.id in ids and below.id
     finally:
         mem.close()
+
+
+def test_a_concept_named_after_the_answers_first_words_is_left_out_of_its_path(
+        isolated_home, embedder, clock):
+    """In a project, placement names the concept it makes for a lone fact after the fact's
+    subject ("Checking significance"): above that fact the name only repeats its first words,
+    so the path leaves it out; above a later fact of the same subject it says what the branch
+    holds and stays. A heading named by hand is kept (the Deployment test above)."""
+    mem = Memory(isolated_home / "named.db", embedder, clock=clock, project="/home/dev/orchard")
+    try:
+        first = store_knowledge(mem, "Checking significance daily inflates type I error; use "
+                                "sequential testing.", "Checking significance daily inflates "
+                                "type I error; use sequential testing.")
+        topic, concept = first.created
+        assert (topic.summary, concept.summary) == ("Project orchard", "Checking significance")
+        clock.advance(days=1)
+        later = store_knowledge(mem, "Significance of an A/B test is read once, at the "
+                                "planned horizon.", "Significance of an A/B test is read once.")
+        assert later.fragment.parent_id == concept.id
+        where = prompt_candidates.paths(mem.reader, [first.fragment, later.fragment])
+        assert where[first.fragment.id] == "Project orchard"
+        assert where[later.fragment.id] == "Project orchard › Checking significance"
+    finally:
+        mem.close()

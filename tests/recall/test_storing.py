@@ -260,3 +260,15 @@ def test_a_name_the_first_fact_gave_does_not_draw_other_subjects_into_its_concep
                             "claude-memory is released under the MIT license.")
     assert memory.parent(other.fragment.id).id != first.fragment.parent_id
     assert memory.parent(other.fragment.id).summary == "claude-memory (MIT)"
+
+
+def test_a_verb_read_as_part_of_a_subject_does_not_draw_other_facts_in(memory):
+    """"The book club meets monthly" is about the book club: its concept is "Book club", not
+    "Book club meets", whose verb a later fact about another group holds, and which took
+    that fact in as if it named the subject."""
+    first = store_knowledge(memory, "The book club meets monthly in the library.",
+                            "The book club meets monthly in the library.")
+    assert memory.parent(first.fragment.id).summary == "Book club"
+    other = store_knowledge(memory, "The design guild meets every Tuesday after lunch.",
+                            "The design guild meets every Tuesday after lunch.")
+    assert memory.parent(other.fragment.id).id != first.fragment.parent_id
