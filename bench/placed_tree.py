@@ -4,7 +4,10 @@ peer-placed sets): live fragments by depth, the biggest branches, and how many c
 a single note, and the time the stores took. `--root` runs another checkout's code (a base to compare with).
 
     python bench/placed_tree.py [--set paraphrase|peer] [--branches 8] [--root /tmp/base-X]
-"""
+                                [--project /home/dev/orchard]
+
+`--project` stores as a session in that project does (memory.project set: the notes go under
+"Project <name>", as bench_prompt_recall.py's "-project" sets)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ def main() -> None:
     parser.add_argument("--set", choices=("paraphrase", "peer"), default="paraphrase")
     parser.add_argument("--branches", type=int, default=8)
     parser.add_argument("--root", type=Path)
+    parser.add_argument("--project", help="the memory's project while storing")
     args = parser.parse_args()
     if args.root:
         sys.path.insert(0, str(args.root))
@@ -39,7 +43,8 @@ def main() -> None:
     embedder = CachedEmbedder(LocalEmbedder(CACHE / "models"), folder / "embeddings.sqlite")
     db = Path(tempfile.mkdtemp()) / "placed.db"
     began = time.perf_counter()
-    stored = len(pc.store_placed(corpus, db, embedder))
+    stored = len(pc.store_placed(corpus, db, embedder, project=args.project)
+                 if args.project else pc.store_placed(corpus, db, embedder))
     took = time.perf_counter() - began
     memory = Memory(db, None)
     try:
