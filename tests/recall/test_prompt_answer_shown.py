@@ -1,0 +1,90 @@
+"""The per-prompt injection shows the answer, not only its id (issue 30, answershown): a path
+gives way to the answers' texts when the 600 characters are short, and a long answer is
+clipped around the prompt's words rather than at its start. Real memories, real model."""
+
+from __future__ import annotations
+
+from lore_plugin.recall import prompt_recall
+from lore_plugin.recall.clip_window import around
+from lore_plugin.recall.memory import Memory
+from lore_plugin.recall.terms import keyword_terms
+
+PREAMBLE = ("Jon: Hey Gina, good to hear from you again! Sorry I went quiet for a while, the "
+            "last few weeks were a whirlwind of paperwork, phone calls with the bank, a lot "
+            "of late nights with spreadsheets and cold coffee, and more than one argument "
+            "with the landlord about the heating, the leaking roof and the parking spaces "
+            "behind the building, which never seem to be free when I need them, and my "
+            "cousin visiting from Ohio for a week with his three very loud dogs, who barked at "
+            "every delivery van, every cyclist and every pigeon on the street, from six in "
+            "the morning until well after midnight, every single day of that week. Anyway, ")
+ANSWER = "I finally opened my dance studio on Maple Street downtown last Friday!"
+
+
+def conversation(memory: Memory, turns: dict[str, list[str]]) -> dict[str, str]:
+    """A LoCoMo-like memory: one topic, a concept per session (long names, as LoCoMo's),
+    the turns under them. Returns turn text -> id."""
+    topic = memory.store("Everyday conversations between Jon and Gina.",
+                         "Conversations between Jon and Gina", depth=0, source="user")
+    ids = {}
+    for session, texts in turns.items():
+        concept = memory.store(f"Session of the conversations between Jon and Gina, {session}.",
+                               f"{session}, Jon and Gina talking", parent_id=topic.id,
+                               depth=1, source="user")
+        for text in texts:
+            ids[text] = memory.store(text, text, parent_id=concept.id, depth=2,
+                                     source="user").id
+    return ids
+
+
+def test_a_path_gives_way_when_it_would_cut_an_answers_text(memory: Memory):
+    """Three answers from three sessions: with a path on each, the third's text is cut; the
+    paths give way (the last first) until every answer shows what it would without paths."""
+    # 125 characters each: three fit in 600 with their ids and dates and one path, not three.
+    texts = [(f"{who}: " + "we talked about the studio, the music and the dancers " * 3)[:125]
+             for who in ("Jon", "Gina", "Jon again")]
+    ids = conversation(memory, {f"{d} January 2023": [t] for d, t in zip((20, 21, 22), texts,
+                                                                             strict=True)})
+    frags = [memory.reader.get(ids[t]) for t in texts]
+    assert all(f is not None for f in frags)
+    chosen = [f for f in frags if f is not None]
+    signposted, _ = prompt_recall.compose(chosen, store=memory.reader, path_yields=False)
+    assert signposted is not None and texts[2] not in signposted  # a path cut the third
+    text, got = prompt_recall.compose(chosen, store=memory.reader)
+    assert text is not None and got == [f.id for f in chosen]
+    assert all(t.strip() in text for t in texts)  # every answer whole
+    assert text.count("Conversations between J") == 1  # the first path still fits, and stays
+    assert len("\n".join(line for line in text.splitlines() if "- [" in line)) \
+        <= prompt_recall.BUDGET
+
+
+def test_paths_stay_when_the_answers_fit_with_them(memory: Memory):
+    short = ["Jon: the studio opens at nine.", "Gina: I will come on Friday."]
+    ids = conversation(memory, {"20 January 2023": short[:1], "21 January 2023": short[1:]})
+    frags = [f for f in (memory.reader.get(ids[t]) for t in short) if f is not None]
+    text, _ = prompt_recall.compose(frags, store=memory.reader)
+    assert text is not None
+    assert text.count("Conversations between J") == 2  # two sessions, two paths
+
+
+def test_the_hook_shows_the_sentence_of_a_long_turn_that_the_prompt_asks_about(
+        memory: Memory):
+    """The prompt's answer sits at the end of a turn too long for the budget: clipped at its
+    start the line would show the preamble and lose it; the server's answer clips around
+    the prompt's words and shows it."""
+    turn = PREAMBLE + ANSWER
+    conversation(memory, {"20 January 2023": [turn, "Gina: That is wonderful news, Jon!"]})
+    prompt = "Where did Jon open his dance studio?"
+    reply = prompt_recall.answer(memory, {"prompt": prompt}, warm=True)
+    assert reply["context"] is not None
+    assert "Maple Street" in reply["context"]
+    assert "…" in reply["context"]  # it was clipped: the turn does not fit whole
+    first, _ = prompt_recall.compose([memory.reader.get(reply["ids"][0])], store=memory.reader)
+    assert first is not None and "Maple Street" not in first  # at its start, it is lost
+
+
+def test_a_window_keeps_the_start_when_the_prompt_words_are_not_in_the_text():
+    text = PREAMBLE + ANSWER
+    assert around(text, 120, ["zebra"]).startswith("Jon: Hey Gina")
+    shown = around(text, 120, keyword_terms("dance studio Maple"))
+    assert "dance studio on Maple Street" in shown and shown.startswith("…")
+    assert len(shown) <= 120
