@@ -15,9 +15,11 @@ the answer's words were cut. This scores the injected text itself, as the hook s
 Only the item lines count, not the frame's notice, whose words ("notes", "sessions") would
 match answers by chance.
 
-Compose variants (COMPOSERS) are scored with the chosen judge: the budget given as today
-(the first answer all it needs, the next ones what remains), in equal shares, clipped around
-the prompt's words, to one answer when the judge's first is well ahead, without paths."""
+Compose variants (COMPOSERS) are scored with the chosen judge: the budget given as main gave
+it (the first answer all it needs, the next ones what remains, each path once), in equal
+shares, to one answer when the judge's first is well ahead, with the first path only,
+without paths, and as compose() gives it now (a path yields to the answers' texts). Tried
+and dropped, in commit 6a6cfad: a long text clipped around the prompt's words."""
 
 from __future__ import annotations
 
@@ -32,8 +34,7 @@ from bench_recall import DEFAULT_LOCOMO
 from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_judge as pj
 from lore_plugin.recall import prompt_recall as pr
-from lore_plugin.recall.prompt_candidates import MAX_PROMPT
-from lore_plugin.recall.terms import held_terms, keyword_terms
+from lore_plugin.recall.terms import keyword_terms, stem
 from lore_plugin.safety.frame import neutralise
 
 ANSWER_SHARE = 0.8  # of the answer's keyword terms the injected lines must hold
@@ -77,12 +78,15 @@ def shown(case: pc.Case, text: str | None, ids: list[str]) -> bool:
     if case.dataset == "locomo":
         terms = keyword_terms(locomo_answers().get(case.question, ""))
         if terms:
-            return held_terms(terms, lines) >= ANSWER_SHARE * len(terms)
+            return held(terms, lines) >= ANSWER_SHARE * len(terms)
     return any(whole(f, lines) for f in gold_fragments(case, ids))
 
 
-def focus(case: pc.Case) -> list[str]:
-    return keyword_terms(case.question[:MAX_PROMPT])
+def held(terms: list[str], text: str) -> int:
+    """How many of `terms` the text holds, stems compared (terms.held_terms reads only a
+    text's first 32 terms: an injection holds hundreds)."""
+    present = {stem(t) for word in text.split() for t in keyword_terms(word)}
+    return sum(1 for t in terms if stem(t) in present)
 
 
 def one_if_ahead(case: pc.Case, frags: list[Fragment], margin: float,
@@ -94,13 +98,12 @@ def one_if_ahead(case: pc.Case, frags: list[Fragment], margin: float,
     return compose(case, frags, **options)
 
 
-def compose(case: pc.Case, frags: list[Fragment], window: bool = False, paths: bool = True,
+def compose(case: pc.Case, frags: list[Fragment], paths: bool = True,
             first_path: bool = False, path_yields: bool = True) -> tuple[str | None, list[str]]:
     where = case.where if paths else {}
     if first_path:  # only the first answer's path: the others say where they are by date
         where = {f.id: case.where.get(f.id, "") for f in frags[:1]}
-    return pr.compose(frags, where=where, focus=focus(case) if window else None,
-                      path_yields=path_yields)
+    return pr.compose(frags, where=where, path_yields=path_yields)
 
 
 def shares(needs: list[int], budget: int) -> list[int]:
@@ -118,12 +121,10 @@ def shares(needs: list[int], budget: int) -> list[int]:
     return rooms
 
 
-def equal_shares(case: pc.Case, frags: list[Fragment], window: bool = False
-                 ) -> tuple[str | None, list[str]]:
+def equal_shares(case: pc.Case, frags: list[Fragment]) -> tuple[str | None, list[str]]:
     """compose() with each answer at most an equal share of the budget (paths once, as
     compose; fewer answers when a share is too small for the last). Not kept: a /tmp
     simulation of the last session's, with the nesting."""
-    terms = focus(case) if window else None
     chosen = list(frags)
     while chosen:
         nested, seen = [], set()
@@ -134,7 +135,7 @@ def equal_shares(case: pc.Case, frags: list[Fragment], window: bool = False
 
         def line(f: Fragment, inner: bool, room: int) -> str | None:
             got = pr.item_line(f, room - (len(pr.NESTED) if inner else 0),
-                               "" if inner else case.where.get(f.id, ""), terms)
+                               "" if inner else case.where.get(f.id, ""))
             return None if got is None else (pr.NESTED if inner else "") + got
         needs = [len(line(f, n, 1 << 20) or "") + 1 for f, n in zip(chosen, nested, strict=True)]
         lines = [line(f, n, r - 1) for f, n, r in
@@ -151,18 +152,13 @@ def equal_shares(case: pc.Case, frags: list[Fragment], window: bool = False
 
 COMPOSERS: dict[str, Composer] = {
     "first all it needs, paths once (main)": lambda c, f: compose(c, f, path_yields=False),
-    "equal shares": equal_shares,
-    "equal shares, clipped around the prompt's words": lambda c, f: equal_shares(c, f, True),
-    "clipped around the prompt's words": lambda c, f: compose(c, f, window=True,
-                                                                path_yields=False),
-    "a path yields to its answer's text": compose,
-    "a path yields, clipped around the words (chosen)": lambda c, f: compose(c, f, window=True),
+    "equal shares (paths once)": equal_shares,
     "the first answer's path only": lambda c, f: compose(c, f, first_path=True,
                                                          path_yields=False),
     "without paths": lambda c, f: compose(c, f, paths=False),
-    "without paths, around the words": lambda c, f: compose(c, f, paths=False, window=True),
     "one answer when the judge's first leads by 0.2": lambda c, f: one_if_ahead(c, f, 0.2),
     "one answer when it leads by 0.4": lambda c, f: one_if_ahead(c, f, 0.4),
+    "a path yields to the answers' texts (chosen)": compose,
 }
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from ..safety.frame import neutralise
 from . import render
-from .clip_window import around
 from .prompt_candidates import MAX_PROMPT, candidates, is_heading, paths
 from .prompt_judge import judge
 from .prompt_replies import with_replies
@@ -111,18 +110,14 @@ def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = 
                                              min_coverage)]
 
 
-def item_line(frag: Fragment, room: int, path: str = "", focus: list[str] | None = None
-              ) -> str | None:
+def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
     """One item in at most `room` characters: id, path, text, source and date; None when
-    fewer than MIN_ITEM_CHARS of the text would fit. A text too long is clipped at its
-    start, or with `focus` (the prompt's keyword terms) around the part that holds most of
-    them (clip_window.py)."""
-    got = _item(frag, room, path, focus)
+    fewer than MIN_ITEM_CHARS of the text would fit."""
+    got = _item(frag, room, path)
     return None if got is None else got[0]
 
 
-def _item(frag: Fragment, room: int, path: str, focus: list[str] | None
-          ) -> tuple[str, str] | None:
+def _item(frag: Fragment, room: int, path: str) -> tuple[str, str] | None:
     """(item_line's line, the text it shows)."""
     head = f"- [{render.short_id(frag.id)}] " + (f"{neutralise(path)}: " if path else "")
     tail = f" (from: {render.source_label(frag)}, {render.when(frag.created_at)})"
@@ -133,34 +128,31 @@ def _item(frag: Fragment, room: int, path: str, focus: list[str] | None
     if space < MIN_ITEM_CHARS:
         return None
     # Neutralised before it is clipped: NFKC can lengthen text, and the frame would again.
-    text = neutralise(body)
-    shown = render.clip(text, space) if focus is None else around(text, space, focus)
+    shown = render.clip(neutralise(body), space)
     return head + shown + tail, shown
 
 
 def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
-            where: dict[str, str] | None = None, focus: list[str] | None = None,
-            path_yields: bool = True) -> tuple[str | None, list[str]]:
+            where: dict[str, str] | None = None, path_yields: bool = True
+            ) -> tuple[str | None, list[str]]:
     """The framed context and the ids it holds; (None, []) when nothing fits. Each answer
     gets all the room it needs, best first, the next ones what remains. With `store` (or the
     paths already read, `where`), each item carries its path, once: a further item with a
     path already shown sits indented under the first, without it. `path_yields`: the paths
     are signposts, the texts the answers (issue 30), so a path is shown only when the
     answers' texts keep all they would show without paths (the last paths are the first
-    left out: a path is some 50 characters of the 600). `focus`: the prompt's keyword
-    terms, which a clipped text is clipped around (item_line)."""
+    left out: a path is some 50 characters of the 600)."""
     if where is None:
         where = paths(store, frags) if store is not None and frags else {}
     signposts = list(dict.fromkeys(p for p in (where.get(f.id, "") for f in frags) if p))
-    layout = _layout(frags, where, budget, focus)
+    layout = _layout(frags, where, budget)
     if path_yields and signposts:
-        bare = _texts(_layout(frags, {}, budget, focus))
+        bare = _texts(_layout(frags, {}, budget))
         keep = len(signposts)
         while keep and _texts(layout) != bare:
             keep -= 1
             kept = set(signposts[:keep])
-            layout = _layout(frags, {k: v for k, v in where.items() if v in kept}, budget,
-                             focus)
+            layout = _layout(frags, {k: v for k, v in where.items() if v in kept}, budget)
     if not layout:
         return None, []
     branches: dict[str, list[str]] = {}  # path -> its lines, in the order paths first came
@@ -170,18 +162,19 @@ def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = N
     return render.recalled(body, NOTICE), [fid for _, fid, _, _ in layout]
 
 
-def _layout(frags: list[Fragment], where: dict[str, str], budget: int,
-            focus: list[str] | None) -> list[tuple[str, str, str, str]]:
+Layout = list[tuple[str, str, str, str]]  # (branch, id, line, the text it shows) an item
+
+
+def _layout(frags: list[Fragment], where: dict[str, str], budget: int) -> Layout:
     """(the branch an item is listed under, its id, its line, the text it shows) for the
     answers that fit, best first, each given all the room that is left."""
-    out: list[tuple[str, str, str, str]] = []
+    out: Layout = []
     shown: set[str] = set()
     room = budget
     for frag in frags:
         path = where.get(frag.id, "")
         nested = bool(path) and path in shown
-        got = (_item(frag, room - len(NESTED), "", focus) if nested
-               else _item(frag, room, path, focus))
+        got = _item(frag, room - len(NESTED), "") if nested else _item(frag, room, path)
         if got is None:
             break
         line = NESTED + got[0] if nested else got[0]
@@ -191,7 +184,7 @@ def _layout(frags: list[Fragment], where: dict[str, str], budget: int,
     return out
 
 
-def _texts(layout: list[tuple[str, str, str, str]]) -> list[tuple[str, str]]:
+def _texts(layout: Layout) -> list[tuple[str, str]]:
     return [(fid, text) for _, fid, _, text in layout]
 
 
@@ -220,8 +213,7 @@ def answer(memory: Memory, request: dict, warm: bool) -> dict:
     seen_ids = {s for s in seen if isinstance(s, str)} if isinstance(seen, list) else set()
     frags = (strong_by_cosine(memory, prompt, seen_ids) if warm
              else strong_by_words(memory.reader, prompt, seen_ids))
-    # Clipped around the prompt's words: a long answer keeps the part it was chosen for.
-    text, ids = compose(frags, store=memory.reader, focus=keyword_terms(prompt[:MAX_PROMPT]))
+    text, ids = compose(frags, store=memory.reader)
     return {"context": text, "ids": ids, "judged_by": "cosine" if warm else "words"}
 
 

@@ -1,23 +1,11 @@
 """The per-prompt injection shows the answer, not only its id (issue 30, answershown): a path
-gives way to the answers' texts when the 600 characters are short, and a long answer is
-clipped around the prompt's words rather than at its start. Real memories, real model."""
+gives way to the answers' texts when the 600 characters are short. Real memories, real
+model."""
 
 from __future__ import annotations
 
 from lore_plugin.recall import prompt_recall
-from lore_plugin.recall.clip_window import around
 from lore_plugin.recall.memory import Memory
-from lore_plugin.recall.terms import keyword_terms
-
-PREAMBLE = ("Jon: Hey Gina, good to hear from you again! Sorry I went quiet for a while, the "
-            "last few weeks were a whirlwind of paperwork, phone calls with the bank, a lot "
-            "of late nights with spreadsheets and cold coffee, and more than one argument "
-            "with the landlord about the heating, the leaking roof and the parking spaces "
-            "behind the building, which never seem to be free when I need them, and my "
-            "cousin visiting from Ohio for a week with his three very loud dogs, who barked at "
-            "every delivery van, every cyclist and every pigeon on the street, from six in "
-            "the morning until well after midnight, every single day of that week. Anyway, ")
-ANSWER = "I finally opened my dance studio on Maple Street downtown last Friday!"
 
 
 def conversation(memory: Memory, turns: dict[str, list[str]]) -> dict[str, str]:
@@ -64,27 +52,3 @@ def test_paths_stay_when_the_answers_fit_with_them(memory: Memory):
     text, _ = prompt_recall.compose(frags, store=memory.reader)
     assert text is not None
     assert text.count("Conversations between J") == 2  # two sessions, two paths
-
-
-def test_the_hook_shows_the_sentence_of_a_long_turn_that_the_prompt_asks_about(
-        memory: Memory):
-    """The prompt's answer sits at the end of a turn too long for the budget: clipped at its
-    start the line would show the preamble and lose it; the server's answer clips around
-    the prompt's words and shows it."""
-    turn = PREAMBLE + ANSWER
-    conversation(memory, {"20 January 2023": [turn, "Gina: That is wonderful news, Jon!"]})
-    prompt = "Where did Jon open his dance studio?"
-    reply = prompt_recall.answer(memory, {"prompt": prompt}, warm=True)
-    assert reply["context"] is not None
-    assert "Maple Street" in reply["context"]
-    assert "…" in reply["context"]  # it was clipped: the turn does not fit whole
-    first, _ = prompt_recall.compose([memory.reader.get(reply["ids"][0])], store=memory.reader)
-    assert first is not None and "Maple Street" not in first  # at its start, it is lost
-
-
-def test_a_window_keeps_the_start_when_the_prompt_words_are_not_in_the_text():
-    text = PREAMBLE + ANSWER
-    assert around(text, 120, ["zebra"]).startswith("Jon: Hey Gina")
-    shown = around(text, 120, keyword_terms("dance studio Maple"))
-    assert "dance studio on Maple Street" in shown and shown.startswith("…")
-    assert len(shown) <= 120
