@@ -70,13 +70,16 @@ def gold_fragments(case: pc.Case, ids: list[str]) -> list[Fragment]:
     return [known[i] for i in ids if i in case.gold and i in known]
 
 
-def shown(case: pc.Case, text: str | None, ids: list[str]) -> bool:
-    """Whether a related prompt's injection shows its answer (the module's rule)."""
+def shown(case: pc.Case, text: str | None, ids: list[str], answer: str | None = None) -> bool:
+    """Whether a related prompt's injection shows its answer (the module's rule); `answer`:
+    a LoCoMo question's, else read from locomo10.json."""
     if not case.related or not ids:
         return False
     lines = item_lines(text)
     if case.dataset == "locomo":
-        terms = keyword_terms(locomo_answers().get(case.question, ""))
+        if answer is None:
+            answer = locomo_answers().get(case.question, "")
+        terms = keyword_terms(answer)
         if terms:
             return held(terms, lines) >= ANSWER_SHARE * len(terms)
     return any(whole(f, lines) for f in gold_fragments(case, ids))

@@ -4,8 +4,12 @@ model."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+
 from lore_plugin.recall import prompt_recall
 from lore_plugin.recall.memory import Memory
+from tests.conftest import ROOT, bench_recall
 
 
 def conversation(memory: Memory, turns: dict[str, list[str]]) -> dict[str, str]:
@@ -52,3 +56,36 @@ def test_paths_stay_when_the_answers_fit_with_them(memory: Memory):
     text, _ = prompt_recall.compose(frags, store=memory.reader)
     assert text is not None
     assert text.count("Conversations between J") == 2  # two sessions, two paths
+
+
+def answer_shown_module():
+    """bench/answer_shown.py (bench/ is not a package), with the bench modules it imports."""
+    bench_recall()
+    for name in ("prompt_cases", "answer_shown"):
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return sys.modules["answer_shown"]
+
+
+def test_the_bench_counts_an_answer_shown_only_when_its_words_are_in_the_items(memory: Memory):
+    """The benchmark's "answer shown" (bench/answer_shown.py) on a real memory's injection:
+    the answer's words late in a long injection count (not only its first 32 terms); words
+    cut by the budget, or only in the frame's notice, do not."""
+    shown_rule = answer_shown_module()
+    filler = "Melanie: " + " ".join(f"word{i} topic{i}" for i in range(30)) + "."
+    answer_turn = "Melanie: after the charity race I realized self-care is important."
+    ids = conversation(memory, {"20 January 2023": [filler, answer_turn]})
+    frags = [f for f in (memory.reader.get(ids[t]) for t in (filler, answer_turn)) if f]
+    case = shown_rule.pc.Case("locomo", "What did Melanie realize after the charity race?",
+                              True, "tuning", frozenset({ids[answer_turn]}), [], [], {})
+    text, got = prompt_recall.compose(frags, store=memory.reader)
+    assert shown_rule.shown(case, text, got, "self-care is important")
+    assert not shown_rule.shown(case, text, got, "she realized nothing else mattered")
+    cut, cut_ids = prompt_recall.compose(frags, budget=len(filler) + 150, store=memory.reader)
+    assert cut is not None and ids[answer_turn] in cut_ids and "important" not in cut
+    assert not shown_rule.shown(case, cut, cut_ids, "self-care is important")
+    assert not shown_rule.shown(case, cut, cut_ids, "notes from earlier sessions")  # notice
