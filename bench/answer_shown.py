@@ -153,6 +153,21 @@ def equal_shares(case: pc.Case, frags: list[Fragment]) -> tuple[str | None, list
     return None, []
 
 
+def whole_first(case: pc.Case, frags: list[Fragment], only: bool = False
+                ) -> tuple[str | None, list[str]]:
+    """The answers whose whole line fits in what is left first, in the judge's order, then
+    the others (clipped); `only`: the others left out (the first kept if none fits)."""
+    room, fits, rest = pr.BUDGET, [], []
+    for f in frags:
+        need = len(pr.item_line(f, 1 << 20, "" if only else case.where.get(f.id, "")) or "") + 1
+        if need <= room:
+            fits.append(f)
+            room -= need
+        else:
+            rest.append(f)
+    return compose(case, (fits or frags[:1]) if only else fits + rest)
+
+
 COMPOSERS: dict[str, Composer] = {
     "first all it needs, paths once (main)": lambda c, f: compose(c, f, path_yields=False),
     "equal shares (paths once)": equal_shares,
@@ -162,6 +177,8 @@ COMPOSERS: dict[str, Composer] = {
     "one answer when the judge's first leads by 0.2": lambda c, f: one_if_ahead(c, f, 0.2),
     "one answer when it leads by 0.4": lambda c, f: one_if_ahead(c, f, 0.4),
     "a path yields to the answers' texts (chosen)": compose,
+    "the same, answers that fit whole first": whole_first,
+    "the same, only answers that fit whole": lambda c, f: whole_first(c, f, only=True),
 }
 
 
