@@ -3,7 +3,8 @@ front of the model before it answers, and the short framed text that carries it.
 
 The answer, not its heading (issue 24 §2, issue 30): a topic or concept that matches the prompt
 is a signpost, so the selection descends from it to the facts and details below that match
-the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …").
+the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …")
+unless the 600 characters are short: then a path gives way to the answers' texts (compose).
 Where the answers are looked for (search, the descent, the prompt's rarest words) is
 prompt_candidates.py.
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
@@ -132,6 +133,9 @@ def _item(frag: Fragment, room: int, path: str) -> tuple[str, str] | None:
     return head + shown + tail, shown
 
 
+Layout = list[tuple[str, str, str, str]]  # (branch, id, line, the text it shows) an item
+
+
 def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
             where: dict[str, str] | None = None, path_yields: bool = True
             ) -> tuple[str | None, list[str]]:
@@ -160,9 +164,6 @@ def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = N
         branches.setdefault(key, []).append(line)
     body = "\n".join(line for lines in branches.values() for line in lines)
     return render.recalled(body, NOTICE), [fid for _, fid, _, _ in layout]
-
-
-Layout = list[tuple[str, str, str, str]]  # (branch, id, line, the text it shows) an item
 
 
 def _layout(frags: list[Fragment], where: dict[str, str], budget: int) -> Layout:
