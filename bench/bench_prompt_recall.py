@@ -45,6 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import answer_shown  # noqa: E402
 import prompt_cases as pc  # noqa: E402
 import recall_tool  # noqa: E402
 from bench_recall import (  # noqa: E402
@@ -390,6 +391,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--only", default=",".join(DATASETS),
                         help="the sets to search and score, comma-separated: "
                         + ", ".join(DATASETS))
+    parser.add_argument("--examples", type=int, default=0,
+                        help="print this many LoCoMo injections holding the answer's id "
+                        "but not its words")
     parser.add_argument("--show", action="store_true",
                         help="print every related prompt of the chosen judge that did not "
                         "answer, and every injection that is not an answer")
@@ -438,8 +442,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                        ("coverage", "precision", "unrelated"))
                             for h in pc.HALVES] for k in front]), flush=True)
         results[name]["curve"] = front
+        shown_rows, results[name]["answer shown"] = answer_shown.rows(mine, COLUMNS)
+        print(table(f"Answer shown on {name}, the chosen judge: coverage / precision by ids, "
+                    "then by the answer shown in the text (answer_shown.py) / characters of "
+                    "items per injection", ["compose", *COLUMNS], shown_rows), flush=True)
         if args.show:
             show(mine[BOTH], lambda c: pj.judge(hook(c)))
+    answer_shown.examples(cases, args.examples)
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
               "min_agreement": pj.MIN_AGREEMENT, "split_seed": pc.SPLIT_SEED,

@@ -3,7 +3,8 @@ front of the model before it answers, and the short framed text that carries it.
 
 The answer, not its heading (issue 24 §2, issue 30): a topic or concept that matches the prompt
 is a signpost, so the selection descends from it to the facts and details below that match
-the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …").
+the prompt best, and only those are injected, each with its path ("Releases › Rollouts: …")
+unless the 600 characters are short: then a path gives way to the answers' texts (compose).
 Where the answers are looked for (search, the descent, the prompt's rarest words) is
 prompt_candidates.py.
 Two ways to judge "well enough", both measured on the benchmarks in bench/README.md
@@ -111,7 +112,14 @@ def strong_by_words(store: Store, prompt: str, seen: set[str], min_terms: int = 
 
 
 def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
-    """One item in at most `room` characters: id, path, text, source and date."""
+    """One item in at most `room` characters: id, path, text, source and date; None when
+    fewer than MIN_ITEM_CHARS of the text would fit."""
+    got = _item(frag, room, path)
+    return None if got is None else got[0]
+
+
+def _item(frag: Fragment, room: int, path: str) -> tuple[str, str] | None:
+    """(item_line's line, the text it shows)."""
     head = f"- [{render.short_id(frag.id)}] " + (f"{neutralise(path)}: " if path else "")
     tail = f" (from: {render.source_label(frag)}, {render.when(frag.created_at)})"
     body = frag.summary
@@ -121,35 +129,64 @@ def item_line(frag: Fragment, room: int, path: str = "") -> str | None:
     if space < MIN_ITEM_CHARS:
         return None
     # Neutralised before it is clipped: NFKC can lengthen text, and the frame would again.
-    return head + render.clip(neutralise(body), space) + tail
+    shown = render.clip(neutralise(body), space)
+    return head + shown + tail, shown
+
+
+Layout = list[tuple[str, str, str, str]]  # (branch, id, line, the text it shows) an item
 
 
 def compose(frags: list[Fragment], budget: int = BUDGET, store: Store | None = None,
-            where: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
-    """The framed context and the ids it holds; (None, []) when nothing fits. With `store`
-    (or the paths already read, `where`), each item carries its path, once: a further item
-    with a path already shown sits indented under the first, without it (a path is some 50
-    characters of the 600, and answers often share one)."""
+            where: dict[str, str] | None = None, path_yields: bool = True
+            ) -> tuple[str | None, list[str]]:
+    """The framed context and the ids it holds; (None, []) when nothing fits. Each answer
+    gets all the room it needs, best first, the next ones what remains. With `store` (or the
+    paths already read, `where`), each item carries its path, once: a further item with a
+    path already shown sits indented under the first, without it. `path_yields`: the paths
+    are signposts, the texts the answers (issue 30), so a path is shown only when the
+    answers' texts keep all they would show without paths (the last paths are the first
+    left out: a path is some 50 characters of the 600)."""
     if where is None:
         where = paths(store, frags) if store is not None and frags else {}
+    signposts = list(dict.fromkeys(p for p in (where.get(f.id, "") for f in frags) if p))
+    layout = _layout(frags, where, budget)
+    if path_yields and signposts:
+        bare = _texts(_layout(frags, {}, budget))
+        keep = len(signposts)
+        while keep and _texts(layout) != bare:
+            keep -= 1
+            kept = set(signposts[:keep])
+            layout = _layout(frags, {k: v for k, v in where.items() if v in kept}, budget)
+    if not layout:
+        return None, []
     branches: dict[str, list[str]] = {}  # path -> its lines, in the order paths first came
-    ids: list[str] = []
+    for key, _, line, _ in layout:
+        branches.setdefault(key, []).append(line)
+    body = "\n".join(line for lines in branches.values() for line in lines)
+    return render.recalled(body, NOTICE), [fid for _, fid, _, _ in layout]
+
+
+def _layout(frags: list[Fragment], where: dict[str, str], budget: int) -> Layout:
+    """(the branch an item is listed under, its id, its line, the text it shows) for the
+    answers that fit, best first, each given all the room that is left."""
+    out: Layout = []
+    shown: set[str] = set()
     room = budget
     for frag in frags:
         path = where.get(frag.id, "")
-        nested = bool(path) and path in branches
-        line = (item_line(frag, room - len(NESTED), "") if nested
-                else item_line(frag, room, path))
-        if line is None:
+        nested = bool(path) and path in shown
+        got = _item(frag, room - len(NESTED), "") if nested else _item(frag, room, path)
+        if got is None:
             break
-        line = NESTED + line if nested else line
-        branches.setdefault(path if nested else path or frag.id, []).append(line)
-        ids.append(frag.id)
+        line = NESTED + got[0] if nested else got[0]
+        shown.add(path)
+        out.append((path or frag.id, frag.id, line, got[1]))
         room -= len(line) + 1
-    if not ids:
-        return None, []
-    body = "\n".join(line for lines in branches.values() for line in lines)
-    return render.recalled(body, NOTICE), ids
+    return out
+
+
+def _texts(layout: Layout) -> list[tuple[str, str]]:
+    return [(fid, text) for _, fid, _, text in layout]
 
 
 def fill(frags: list[Fragment], line_for: Callable[[Fragment, int], str | None],
