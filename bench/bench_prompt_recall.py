@@ -314,6 +314,26 @@ def show(cases: list[pc.Case], rule: Rule) -> None:
                   f"{case.where.get(f.id, '')} > {f.summary[:80]}")
 
 
+def not_first(cases: list[pc.Case]) -> None:
+    """Every related prompt whose answer is not the hook's first candidate: what is first
+    instead and the best-placed answer, each with its cosine, search rank, place among its
+    heading's children, parent id and path (issue 30, rankfirst: a fact's vector embeds its
+    parent's name, so a move to another heading moves its cosine)."""
+    for case in (c for c in cases if c.related):
+        found = hook(case)
+        if found and found[0].fragment.id in case.gold:
+            continue
+        print(f"\n[{case.dataset} {case.half}] {case.question}")
+        gold = next(((i, c) for i, c in enumerate(found) if c.fragment.id in case.gold), None)
+        for label, (i, c) in ((("first", (0, found[0])),) if found else ()) + (
+                (("answer", gold),) if gold else ()):
+            print(f"  {label} #{i} cos {c.cosine:.3f} rank {c.rank} child {c.child} parent "
+                  f"{(c.fragment.parent_id or '-')[:8]} path {c.path!r}: "
+                  f"{c.fragment.summary[:80]}")
+        if gold is None:
+            print("  answer not among the candidates")
+
+
 def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str, list[float]]]:
     """The cases of the sets in `only`; "peer-tool" and "paraphrase-tool" are the peer corpus
     and the paraphrase set's facts stored one note at a time through store_memory (peer:
@@ -397,6 +417,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--show", action="store_true",
                         help="print every related prompt of the chosen judge that did not "
                         "answer, and every injection that is not an answer")
+    parser.add_argument("--not-first", action="store_true",
+                        help="print every related prompt whose answer is not the first "
+                        "candidate: what is first instead, and where the answer stands")
     args = parser.parse_args(argv)
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     if only - set(DATASETS):
@@ -448,6 +471,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "items per injection", ["compose", *COLUMNS], shown_rows), flush=True)
         if args.show:
             show(mine[BOTH], lambda c: pj.judge(hook(c)))
+        if args.not_first:
+            not_first(mine[BOTH])
     answer_shown.examples(cases, args.examples)
     chosen = {"weights": pj.WEIGHTS, "bias": pj.BIAS, "keyword_weight": pj.KEYWORD_WEIGHT,
               "min_evidence": pj.MIN_EVIDENCE, "band": pj.BAND, "most": pj.MOST,
