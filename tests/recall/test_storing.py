@@ -249,26 +249,23 @@ def test_a_broken_git_file_never_fails(tmp_path, gitfile):
     assert project_key(str(folder)) == str(folder.resolve())
 
 
-def test_a_name_the_first_fact_gave_does_not_draw_other_subjects_into_its_concept(memory):
-    """"FTS5 search backend (claude-memory)" is about the search backend: a later fact on
-    the same project (cosine 0.44 with the branch) holds none of its subject's words, so it
-    gets a concept of its own instead of joining on the project's name."""
-    first = store_knowledge(memory, "Implemented FTS5 search backend for claude-memory.",
-                            "Implemented FTS5 search backend for claude-memory.")
-    assert memory.parent(first.fragment.id).summary == "FTS5 search backend (claude-memory)"
-    other = store_knowledge(memory, "claude-memory is released under the MIT license.",
-                            "claude-memory is released under the MIT license.")
+@pytest.mark.parametrize(("first_text", "heading", "other_text", "other_heading"), [
+    # "FTS5 search backend (claude-memory)" is about the search backend: a later fact on the
+    # same project (cosine 0.44 with the branch) holds none of its subject's words, so it
+    # gets a concept of its own instead of joining on the project's name.
+    ("Implemented FTS5 search backend for claude-memory.", "FTS5 search backend (claude-memory)",
+     "claude-memory is released under the MIT license.", "claude-memory (MIT)"),
+    # "The book club meets monthly" is about the book club: its concept is "Book club", not
+    # "Book club meets", whose verb a later fact about another group holds, and which took
+    # that fact in as if it named the subject.
+    ("The book club meets monthly in the library.", "Book club",
+     "The design guild meets every Tuesday after lunch.", None),
+], ids=["a name the first fact gave", "a verb read as part of the subject"])
+def test_what_a_placed_heading_holds_beyond_its_subject_draws_no_other_fact_in(
+        memory, first_text, heading, other_text, other_heading):
+    first = store_knowledge(memory, first_text, first_text)
+    assert memory.parent(first.fragment.id).summary == heading
+    other = store_knowledge(memory, other_text, other_text)
     assert memory.parent(other.fragment.id).id != first.fragment.parent_id
-    assert memory.parent(other.fragment.id).summary == "claude-memory (MIT)"
-
-
-def test_a_verb_read_as_part_of_a_subject_does_not_draw_other_facts_in(memory):
-    """"The book club meets monthly" is about the book club: its concept is "Book club", not
-    "Book club meets", whose verb a later fact about another group holds, and which took
-    that fact in as if it named the subject."""
-    first = store_knowledge(memory, "The book club meets monthly in the library.",
-                            "The book club meets monthly in the library.")
-    assert memory.parent(first.fragment.id).summary == "Book club"
-    other = store_knowledge(memory, "The design guild meets every Tuesday after lunch.",
-                            "The design guild meets every Tuesday after lunch.")
-    assert memory.parent(other.fragment.id).id != first.fragment.parent_id
+    if other_heading is not None:
+        assert memory.parent(other.fragment.id).summary == other_heading
