@@ -49,6 +49,11 @@ _ADVERBS = frozenset(
     "daily weekly monthly yearly nightly hourly once twice always never often usually rarely "
     "sometimes regularly quickly slowly automatically".split())
 
+# What safety/redact.py leaves where a secret or a <private> section was: it names nothing, so
+# no heading is named after it ("Key (REDACTED)"). Spelled here, not imported: the redactor's
+# module compiles its patterns on import, and this one is on the per-prompt hook's path.
+_REDACTION = re.compile(r"\[(?:REDACTED:[^\]\s]*|PRIVATE)\]")
+
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april "
     "may june july august september october november december utc gmt".split())
@@ -57,6 +62,7 @@ _CALENDAR = frozenset(
 def subject_name(summary: str) -> str:
     """The subject of a fact's summary, as a heading of at most MAX_WORDS words, spelled as
     the summary spells them ("mypy" stays lower-case)."""
+    summary = _REDACTION.sub(" ", summary)
     text = " ".join(summary.split()).strip().rstrip(".!?")
     lead, colon, _ = text.partition(": ")
     if colon and keyword_terms(lead) and len(lead.split()) <= LEAD_WORDS:

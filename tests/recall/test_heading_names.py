@@ -38,6 +38,10 @@ from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
     # A name written in lower case keeps its spelling; names beyond the subject follow it,
     # but not days, units or words that describe ("squash-merged").
     ("mypy runs with ignore_missing_imports.", "mypy runs (ignore_missing_imports)"),
+    # What redaction left names nothing: no heading "Key (REDACTED)" or "(PRIVATE)".
+    ("The key [REDACTED:aws-access-key] was rotated on Monday.", "Key"),
+    ("Notes [PRIVATE] on the offsite with Sarah Chen.", "Notes (Sarah Chen)"),
+    ("[REDACTED:password]", "Notes"),
 ])
 def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
     assert subject_name(summary) == subject
