@@ -87,13 +87,12 @@ def collapse(store: Store, hits: list[ScoredFragment], limit: int) -> list[Score
     that it copies: that hit stands once, at the best rank of its chain, with its own
     similarity. A heading whose copy is not among the hits keeps its place (the per-prompt
     descent puts its closest children there). Reads the store only when some hit copies
-    another in text: the parents, one batched read per level between them."""
+    another in text: the ancestors of the hits copied."""
     pairs = copying(hits)
     if not pairs:
         return hits[:limit]
-    frags = [h.fragment for h in hits]
-    gap = max(d.depth for d in frags) - min(d.depth for d in frags)
-    above = _ancestors(store, list({d for ds in pairs.values() for d in ds}), gap)
+    # Few: only hits a heading copies in text, and only in a memory that holds such chains.
+    above = {d: set(store.ancestors(d)) for d in {d for ds in pairs.values() for d in ds}}
     into: dict[str, str] = {}
     for head, below_ids in pairs.items():
         target = next((d for d in below_ids if head in above.get(d, ())), None)
@@ -113,20 +112,6 @@ def collapse(store: Store, hits: list[ScoredFragment], limit: int) -> list[Score
         if len(out) == limit:
             break
     return out
-
-
-def _ancestors(store: Store, ids: list[str], levels: int) -> dict[str, set[str]]:
-    """Each id's ancestors up to `levels` above it, climbed one batched read a level."""
-    up: dict[str, set[str]] = {i: set() for i in ids}
-    at = {i: i for i in ids}
-    for _ in range(levels):
-        parents = store.parent_ids(list(set(at.values())))
-        at = {i: parents[a] for i, a in at.items() if a in parents}
-        if not at:
-            break
-        for i, a in at.items():
-            up[i].add(a)
-    return up
 
 
 def named_after(level: Fragment, answer: Fragment) -> bool:
