@@ -56,6 +56,7 @@ from bench_recall import (  # noqa: E402
     Corpus,
     build_database,
     load_locomo,
+    load_newuser,
     load_paraphrase,
     load_peer,
 )
@@ -72,7 +73,7 @@ from lore_plugin.recall.prompt_candidates import PATH_CHARS, SEPARATOR  # noqa: 
 from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed",
-            "paraphrase-tool-project", "peer-placed-project")
+            "paraphrase-tool-project", "peer-placed-project", "newuser")
 # The project of the "-project" sets: a session started in this folder, as the MCP server
 # runs in one, so that placement files its notes under "Project orchard" (storing._topic_name).
 PROJECT = "/home/dev/orchard"
@@ -334,6 +335,23 @@ def not_first(cases: list[pc.Case]) -> None:
             print("  answer not among the candidates")
 
 
+def ask_newuser(model: LocalEmbedder, timings: list[float]) -> list[pc.Case]:
+    """The blind "new user" set (bench/data/newuser.json, load_newuser): every note stored
+    through store_memory's path, oldest first, each on its day and in its own project (none
+    for a general note: prompt_cases.store_placed); every related prompt asked from its
+    answer's project, the set's own unrelated prompts in turn from atlas and lumen
+    (newuser.asked_from). Related and unrelated prompts are each split in halves."""
+    corpus = load_newuser()
+    folder = CACHE / "recall-newuser"
+    embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
+    db = folder / "newuser.db"
+    ids = pc.store_placed(corpus, db, embedder, projects=corpus.meta["projects"])
+    unrelated = corpus.meta["unrelated"]
+    halves = pc.split([q.text for q in corpus.questions]) | pc.split([q.text for q in unrelated])
+    return pc.ask_all("newuser", corpus, db, ids, None, None, halves, embedder, timings,
+                      unrelated=unrelated, asked_from=corpus.meta["asked_from"])
+
+
 def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str, list[float]]]:
     """The cases of the sets in `only`; "peer-tool" and "paraphrase-tool" are the peer corpus
     and the paraphrase set's facts stored one note at a time through store_memory (peer:
@@ -341,8 +359,15 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
     paraphrase: content and summary only, Lore's placement making the topics and concepts:
     prompt_cases.store_placed); "peer-placed" is the peer's notes stored as the paraphrase's,
     each on its own day; the "-project" sets are those two stored and asked with the memory's
-    project set (PROJECT), as a new user's session in a project stores them."""
+    project set (PROJECT), as a new user's session in a project stores them; "newuser" is
+    the set written blind to the rules (ask_newuser)."""
     model = LocalEmbedder(CACHE / "models")
+    timings: dict[str, list[float]] = {d: [] for d in DATASETS}
+    cases: list[pc.Case] = []
+    if "newuser" in only:
+        cases += ask_newuser(model, timings["newuser"])
+    if not only - {"newuser"}:  # it needs neither LoCoMo nor the peer corpus
+        return cases, timings
     locomo = load_locomo(DEFAULT_LOCOMO, limit if "locomo" in only else 1)
     peer, para = load_peer(DEFAULT_PEER), load_paraphrase()
     lf, pf, qf = CACHE / "recall-locomo", CACHE / "recall-peer", CACHE / "recall-paraphrase"
@@ -351,8 +376,6 @@ def collect(limit: int | None, only: set[str]) -> tuple[list[pc.Case], dict[str,
     built = {i: build_database(c, lf, emb[lf])
              for i, c in enumerate(locomo if "locomo" in only else locomo[:1])}
     peer_db, peer_ids = build_database(peer, pf, emb[pf])
-    timings: dict[str, list[float]] = {d: [] for d in DATASETS}
-    cases: list[pc.Case] = []
     if "paraphrase" in only:
         para_db, para_ids = build_database(para, qf, emb[qf])
         cases += pc.ask_all("paraphrase", para, para_db, para_ids, peer, peer_db,

@@ -47,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import newuser  # noqa: E402
 import numpy as np  # noqa: E402
 import paraphrase  # noqa: E402
 import recall_tool  # noqa: E402
@@ -198,6 +199,25 @@ def load_paraphrase(path: Path = paraphrase.DEFAULT_PARAPHRASE) -> Corpus:
     questions = [Question(q["query"], frozenset([q["target"]]), q["category"])
                  for q in data["queries"]]
     return Corpus("paraphrase", nodes, questions, 2, start + (len(nodes) + 1) * DAY)
+
+
+def load_newuser(path: Path = newuser.DEFAULT_NEWUSER) -> Corpus:
+    """The blind "new user" set: its notes as facts with no tree (placement makes it when
+    they are stored: prompt_cases.store_placed), each created on its day; the related
+    prompts as questions (category = kind). meta: "projects", note key -> the project it was
+    stored in; "unrelated", the prompts no note answers; "asked_from", prompt -> the project
+    of the session asking it (newuser.asked_from). "Now" is the day after the newest note."""
+    data = newuser.load(path)
+    nodes = [Node(n["id"], 2, n["summary"], n["content"],
+                  _ts(datetime.strptime(n["date"], "%Y-%m-%d"))) for n in data["notes"]]
+    questions = [Question(q["prompt"], frozenset([q["answer"]]), q["kind"])
+                 for q in data["related"]]
+    meta = {"projects": {n["id"]: n["project"] for n in data["notes"]},
+            "unrelated": [Question(q["prompt"], frozenset(), "unrelated")
+                          for q in data["unrelated"]],
+            "asked_from": newuser.asked_from(data)}
+    return Corpus("newuser", nodes, questions, 2, max(n.created_at for n in nodes) + DAY,
+                  meta=meta)
 
 
 # -- embedding cache and database build ----------------------------------------------------------

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
 
-from bench_recall import CachedEmbedder, Corpus
+from bench_recall import CachedEmbedder, Corpus, Question
 
 from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_recall as pr
@@ -66,21 +66,30 @@ def split(keys: list[str]) -> dict[str, str]:
 
 def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
             other: Corpus | None, other_db: Path | None, halves: dict[str, str],
-            embedder: CachedEmbedder, timings: list[float], project: str | None = None
-            ) -> list[Case]:
+            embedder: CachedEmbedder, timings: list[float], project: str | None = None,
+            unrelated: list[Question] | None = None,
+            asked_from: dict[str, str | None] | None = None) -> list[Case]:
     """`halves`: question text (or corpus name, for LoCoMo) -> half. `project`: the session's
-    project, as the hook running in that project sets it on its memory."""
+    project, as the hook running in that project sets it on its memory. `unrelated`: prompts
+    of the corpus's own that no note answers, asked of its memory (a set that brings its own
+    instead of another memory's questions). `asked_from`: prompt -> the project of the session
+    asking it, set on the memory before each prompt as the memory service does for each
+    session's call (engine.Service), `project` for a prompt it does not name."""
     import time
 
     by_key = {key: fid for fid, key in ids.items()}
     cases: list[Case] = []
-    asked = [(corpus, db_path, True)]
+    asked = [(corpus.questions, corpus, db_path, True)]
     if other is not None and other_db is not None:
-        asked.append((other, other_db, False))
-    for memory_of, path, related in asked:
+        asked.append((corpus.questions, other, other_db, False))
+    if unrelated:
+        asked.append((unrelated, corpus, db_path, False))
+    for questions, memory_of, path, related in asked:
         memory = Memory(path, embedder, clock=lambda c=memory_of: c.now, project=project, tz=UTC)
         try:
-            for q in corpus.questions:
+            for q in questions:
+                if asked_from is not None:
+                    memory.project = asked_from.get(q.text, project)
                 gold = frozenset(by_key[k] for k in q.gold if k in by_key) if related \
                     else frozenset()
                 start = time.perf_counter()
@@ -100,13 +109,16 @@ def ask_all(dataset: str, corpus: Corpus, db_path: Path, ids: dict[str, str],
 
 
 def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder,
-                 project: str | None = None) -> dict[str, str]:
+                 project: str | None = None,
+                 projects: dict[str, str | None] | None = None) -> dict[str, str]:
     """A fresh memory holding the corpus's deepest notes stored as a new user stores them:
     store_memory with content and summary only (storing.store_knowledge, as the tool calls
     it), oldest first, each on its own day, so that Lore's placement finds or makes the topic
     and concept above it. `project`: the MCP server's project (memory.project, as a session
     started in a project directory sets it), so that placement puts the notes under that
-    project's topic instead of "Loose knowledge". Returns fragment id -> note key (a note
+    project's topic instead of "Loose knowledge"; `projects`: note key -> the project it is
+    stored in, when the notes come from sessions in several (set on the memory before each
+    store, as the memory service does for each session's call). Returns fragment id -> note key (a note
     stored as a repeat of an earlier one keeps the earlier's)."""
     for old in db_path.parent.glob(db_path.name + "*"):
         old.unlink()
@@ -118,6 +130,8 @@ def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder,
     try:
         for note in notes:
             day[0] = note.created_at
+            if projects is not None:
+                memory.project = projects.get(note.key, project)
             ids.setdefault(store_knowledge(memory, note.content, note.summary).fragment.id,
                            note.key)
     finally:
