@@ -3,11 +3,12 @@ store_memory (prompt_cases.store_placed, as bench_prompt_recall.py's paraphrase-
 peer-placed sets): live fragments by depth, the biggest branches, and how many concepts hold
 a single note, and the time the stores took. `--root` runs another checkout's code (a base to compare with).
 
-    python bench/placed_tree.py [--set paraphrase|peer] [--branches 8] [--root /tmp/base-X]
+    python bench/placed_tree.py [--set paraphrase|peer|newuser] [--branches 8] [--root /tmp/base-X]
                                 [--project /home/dev/orchard]
 
 `--project` stores as a session in that project does (memory.project set: the notes go under
-"Project <name>", as bench_prompt_recall.py's "-project" sets)."""
+"Project <name>", as bench_prompt_recall.py's "-project" sets). The newuser set is always
+stored each note in its own project (its "project" field), as bench_prompt_recall.py does."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--set", choices=("paraphrase", "peer"), default="paraphrase")
+    parser.add_argument("--set", choices=("paraphrase", "peer", "newuser"), default="paraphrase")
     parser.add_argument("--branches", type=int, default=8)
     parser.add_argument("--root", type=Path)
     parser.add_argument("--project", help="the memory's project while storing")
@@ -34,17 +35,26 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import prompt_cases as pc
-    from bench_recall import CACHE, DEFAULT_PEER, CachedEmbedder, load_paraphrase, load_peer
+    from bench_recall import (
+        CACHE,
+        DEFAULT_PEER,
+        CachedEmbedder,
+        load_newuser,
+        load_paraphrase,
+        load_peer,
+    )
 
     print(f"Lore: {sys.modules['lore_plugin'].__file__}")
 
-    corpus = load_paraphrase() if args.set == "paraphrase" else load_peer(DEFAULT_PEER)
-    folder = CACHE / ("recall-paraphrase" if args.set == "paraphrase" else "recall-peer")
+    corpus = {"paraphrase": load_paraphrase, "peer": lambda: load_peer(DEFAULT_PEER),
+              "newuser": load_newuser}[args.set]()
+    folder = CACHE / f"recall-{args.set}"
     embedder = CachedEmbedder(LocalEmbedder(CACHE / "models"), folder / "embeddings.sqlite")
     db = Path(tempfile.mkdtemp()) / "placed.db"
     began = time.perf_counter()
-    stored = len(pc.store_placed(corpus, db, embedder, project=args.project)
-                 if args.project else pc.store_placed(corpus, db, embedder))
+    projects = corpus.meta.get("projects")  # newuser: each note's own
+    stored = len(pc.store_placed(corpus, db, embedder, project=args.project, projects=projects)
+                 if args.project or projects else pc.store_placed(corpus, db, embedder))
     took = time.perf_counter() - began
     memory = Memory(db, None)
     try:
