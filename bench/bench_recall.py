@@ -2,7 +2,8 @@
 the seed peer's 50-document corpus, next to plain BM25, plain MiniLM and published anchors.
 
     python bench/bench_recall.py [LOCOMO_JSON] [PEER_JSON] [--limit-conversations N]
-                                 [--json PATH] [--modes hybrid keyword vector] [--only locomo|peer]
+                                 [--json PATH] [--modes hybrid keyword vector]
+                                 [--only locomo|peer|peer-tool|paraphrase|newuser]
 
 Every query goes through `Memory.search` (the engine behind query_memory) at the depth of
 the items being judged: mode "hybrid" is Lore, "keyword" is FTS5/BM25 alone, "vector" is
@@ -76,8 +77,8 @@ LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single
 # turns; the claude-memory peer's own benchmark of its hybrid search.
 ANCHORS = {"locomo": {"DRAGON (paper)": {5: 0.567, 10: 0.662}},
            "peer": {"claude-memory (published)": {5: 0.680, 10: 0.777}},
-           "peer-tool": {}, "paraphrase": {}}
-DATASETS = ("locomo", "peer", "peer-tool", "paraphrase")
+           "peer-tool": {}, "paraphrase": {}, "newuser": {}}
+DATASETS = ("locomo", "peer", "peer-tool", "paraphrase", "newuser")
 
 
 # -- datasets as memory ------------------------------------------------------------------------
@@ -313,6 +314,8 @@ def evaluate(corpus: Corpus, db_path: Path, ids: dict[str, str], model: LocalEmb
             res = results.setdefault(mode, ModeResult())
             memory.search("warm up", limit=1, depth=corpus.depth, mode=mode if mode != "query" else "hybrid")
             for q in corpus.questions:
+                if "asked_from" in corpus.meta:  # the asking session's project (newuser)
+                    memory.project = corpus.meta["asked_from"].get(q.text)
                 start = time.perf_counter()
                 if mode == "query":  # the query_memory tool's path: branches at a depth
                     hits = memory.query(q.text, depth=corpus.depth, limit=max(KS), reinforce=False)
@@ -369,6 +372,26 @@ def run_peer_tool(path: Path, model: LocalEmbedder, modes: Sequence[str]) -> dic
     evaluate(corpus, db_path, ids, model, modes, results)
     summary = summarise(results)
     summary["_meta"] = {"databases": 1, "fragments": len(ids), "questions": len(peer.questions),
+                        "gold_ids_dropped": 0, "seconds": round(time.perf_counter() - start, 1)}
+    return summary
+
+
+def run_newuser(model: LocalEmbedder, modes: Sequence[str]) -> dict[str, Any]:
+    """The blind "new user" set stored as bench_prompt_recall.py stores it (every note through
+    store_memory's path, on its day, in its project: prompt_cases.store_placed), every mode
+    asked from each prompt's project (newuser.asked_from) at the depth of the notes."""
+    import prompt_cases  # it imports this module: here, not at the top
+
+    folder = CACHE / "recall-newuser"
+    embedder = CachedEmbedder(model, folder / "embeddings.sqlite")
+    start = time.perf_counter()
+    corpus = load_newuser()
+    db_path = folder / "newuser.db"
+    ids = prompt_cases.store_placed(corpus, db_path, embedder, projects=corpus.meta["projects"])
+    results: dict[str, ModeResult] = {}
+    evaluate(corpus, db_path, ids, model, modes, results)
+    summary = summarise(results)
+    summary["_meta"] = {"databases": 1, "fragments": len(ids), "questions": len(corpus.questions),
                         "gold_ids_dropped": 0, "seconds": round(time.perf_counter() - start, 1)}
     return summary
 
@@ -468,6 +491,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results["paraphrase"] = run_dataset("paraphrase", [load_paraphrase(args.paraphrase)],
                                             model, args.modes)
         print(report("paraphrase", results["paraphrase"], (1, 5, 10), ("R@1", "R@5", "MRR")))
+    if "newuser" in args.only:
+        broken = newuser.problems(newuser.load())
+        if broken:
+            sys.exit("the newuser set breaks its rules:\n" + "\n".join(broken))
+        results["newuser"] = run_newuser(model, args.modes)
+        print(report("newuser", results["newuser"], (1, 5, 10), ("R@1", "R@5", "MRR")))
     missed = [line for name, summary in results.items() for line in shortfalls(name, summary)]
     print("\nR@5 within 0.02 of the better single signal in every category:",
           "yes" if not missed else "no\n  " + "\n  ".join(missed))
