@@ -64,6 +64,7 @@ from common import percentile, table, write_json  # noqa: E402
 
 from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
+from lore_plugin.recall import asked_for as af  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_names as pn  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
@@ -166,6 +167,26 @@ def words_elsewhere(case: pc.Case, min_own: float = 0.3, field: str = "own"
     return ps.answer(found)
 
 
+def asking(case: pc.Case) -> list[Candidate]:
+    """The hook's candidates, each with the phrase the prompt asks about (asked_for.py):
+    a cases file written before Candidate.asked existed has it empty."""
+    asked = af.asked_for(case.question)
+    return [c if c.asked == asked else replace(c, asked=asked) for c in hook(case)]
+
+
+def asked_variant(case: pc.Case, test: Callable[[Candidate], bool]) -> list[Fragment]:
+    """The chosen judge without its asked-for rule, and instead a candidate for which `test`
+    holds kept from the gate (its coverage taken away: the other paths do not read it)."""
+    found = [replace(c, coverage=0.0) if c.asked and test(c) else c for c in asking(case)]
+    return pj.judge(found, asked=False)
+
+
+def asked_rows(c: Candidate) -> list[tuple[int, bool]]:
+    """(rows holding it, held by the candidate with its branch) for each asked-for term."""
+    where = {t: i for i, t in enumerate(c.terms)}
+    return [(c.term_rows[where[t]], c.held_branch[where[t]]) for t in c.asked if t in where]
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -174,6 +195,24 @@ def rules() -> dict[str, Rule]:
         f"after (chosen): evidence ≥ {pj.MIN_EVIDENCE:.2f}, band {pj.BAND:.2f}, "
         f"{pj.MOST} answers, by the model": lambda c: pj.judge(hook(c)),
     }
+    out["chosen without the asked-for rule (main before it)"] = \
+        lambda c: pj.judge(asking(c), asked=False)
+    out["asked-for: silent gate when any asked word is held by no row"] = \
+        lambda c: asked_variant(c, lambda x: any(n == 0 for n, _ in asked_rows(x)))
+    out["asked-for: the answer must hold the head, if no row holds it"] = \
+        lambda c: asked_variant(c, lambda x: bool(asked_rows(x)) and x.asked[-1] in x.terms
+                                and asked_rows(x)[-1] == (0, False))
+    out["asked-for: the answer must hold the head, if ≤ 1 row holds it"] = \
+        lambda c: asked_variant(c, lambda x: bool(asked_rows(x)) and x.asked[-1] in x.terms
+                                and asked_rows(x)[-1][0] <= 1 and not asked_rows(x)[-1][1])
+    out["asked-for: a word no row holds, and the answer holds another asked word"] = \
+        lambda c: asked_variant(c, lambda x: any(n == 0 for n, _ in asked_rows(x))
+                                and any(h for _, h in asked_rows(x)))
+    out["asked-for (chosen): no row holds the head, the answer holds a modifier"] = \
+        lambda c: pj.judge(asking(c))
+    out["agreement on the note's own text (own ≥ 0.3), not with its branch"] = \
+        lambda c: pj.judge([replace(x, coverage=0.0) if x.own < pj.MIN_AGREEMENT else x
+                            for x in asking(c)])
     out["chosen without the semantic path (main before it)"] = \
         lambda c: pj.judge(hook(c), semantic=False)
     out["chosen without the names path (main before it)"] = \

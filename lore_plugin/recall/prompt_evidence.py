@@ -21,6 +21,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 
+from .asked_for import asked_for
 from .terms import keyword_terms
 
 # A word written with a capital after another word of its sentence: a name ("Jon", "Paris",
@@ -56,6 +57,11 @@ class Candidate:
     term_rows: tuple[int, ...] = ()
     held: tuple[bool, ...] = ()
     rows: int = 0
+    # The prompt's keyword terms themselves, in that order, and which of them this candidate
+    # holds with its branch (its own text or an ancestor's): what is asked (asked_for.py).
+    terms: tuple[str, ...] = ()
+    held_branch: tuple[bool, ...] = ()
+    asked: tuple[str, ...] = ()  # the terms of the phrase the prompt asks about, head last
 
 
 def idf(rows_holding: int, rows: int) -> float:
@@ -105,7 +111,9 @@ def with_coverage(store: Store, prompt: str, found: list[Candidate],
     # The same for every candidate: it says what the prompt is about, not what one holds.
     stranger = any(stats[t][1] == 0 for t in names(prompt) if t in stats)
     counts = tuple(n for _, n in stats.values())
+    words, asked = tuple(stats), asked_for(prompt)
     return [replace(c, coverage=share.get(c.fragment.id, 0.0), own=own.get(c.fragment.id, 0.0),
-                    stranger=stranger, term_rows=counts, rows=rows,
-                    held=tuple(toks <= alone[c.fragment.id] for toks, _ in stats.values()))
+                    stranger=stranger, term_rows=counts, rows=rows, terms=words, asked=asked,
+                    held=tuple(toks <= alone[c.fragment.id] for toks, _ in stats.values()),
+                    held_branch=tuple(toks <= docs[c.fragment.id] for toks, _ in stats.values()))
             for c in found]

@@ -13,6 +13,9 @@ particular words, and stays below the bar.
   neighbour on the same subject ("when do deploys get rolled back?" against the deploy
   window) has the meaning, by MiniLM, but not the words that ask for something else.
 - A prompt gets anything only when its best answer's evidence reaches MIN_EVIDENCE.
+- An answer must be about what is asked, not its neighbour (asked_for.py): "what's the
+  Grafana alert threshold?" asks for a threshold, which no note here holds; the note on the
+  Grafana dashboard holds the modifier, "Grafana", and does not pass the gate.
 - A prompt that asks about a day and names little else holds no note's words; the notes
   stored that day (Candidate.dated) are its answers when nothing else passes.
 - A note that asks what the prompt asks holds its words; the note after it answers
@@ -41,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import prompt_names, prompt_semantic
+from . import asked_for, prompt_names, prompt_semantic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -102,11 +105,14 @@ def answered(found: Sequence[Candidate]) -> list[Candidate]:
 def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: float = BAND,
           most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT,
           min_agreement: float = MIN_AGREEMENT, weights: Sequence[float] = WEIGHTS,
-          bias: float = BIAS, semantic: bool = True, names: bool = True) -> list[Fragment]:
-    """The answers to inject, likeliest first; [] when the best is not strong enough."""
+          bias: float = BIAS, semantic: bool = True, names: bool = True, asked: bool = True
+          ) -> list[Fragment]:
+    """The answers to inject, likeliest first; [] when the best is not strong enough.
+    `asked`: a candidate about a neighbour of what is asked does not pass the gate
+    (asked_for.misses)."""
     found = answered(found)
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
-             if c.coverage >= min_agreement]
+             if c.coverage >= min_agreement and not (asked and asked_for.misses(c))]
     if not agree or max(e for e, _, _ in agree) < min_evidence:
         # A prompt about a day: that day's notes, in search's order (prompt_candidates).
         day = [c.fragment for c in found if c.dated][:most]
