@@ -18,9 +18,10 @@ coverage on its tuning half, this rule 0.1 (bench/README.md, "what is asked").
 
 asked_for() finds the phrase: the words after "what('s| is) the", "which", "who is the",
 "how many/much" (or after "what kind/type/sort of"), up to the first stop word or
-preposition; a possessor ("Melanie's reason") is the subject, not the thing asked, and a
-name after a lower-case word ("what helps Joanna stay …") has left the phrase for the
-clause. A prompt with several such questions gets none (a long prompt is not one question).
+preposition, or before a verb (a word followed by "the", "a", "our"...). A possessor
+("Melanie's reason") is the subject, not the thing asked, and a name after a lower-case
+word ("what helps Joanna stay ...") has left the phrase for the clause. A prompt with
+several such questions gets none (a long prompt is not one question).
 Standard library only."""
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .terms import STOPWORDS, keyword_terms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .prompt_evidence import Candidate
+    from collections.abc import Sequence
 
 # A wh-word at the start of the prompt or of a sentence, the copula after it, a determiner.
 _ASK = re.compile(
@@ -43,6 +44,7 @@ _ASK = re.compile(
 # "what kind of car": a word naming a sort asks for the noun after its "of".
 _SORT = re.compile(r"(?:kinds?|types?|sorts?)\s+of\s+", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_][\w'\u2019.\-]*[^\W_]|[^\W_]")
+_DETERMINERS = frozenset("the a an my our your their this these those".split())
 _ENDS = re.compile(r"[,;:?!()\"]")
 # Prepositions that are not in the keyword stop words: the phrase ends before them too.
 _PREPOSITIONS = frozenset("""according across along among around behind beside besides
@@ -66,10 +68,11 @@ def asked_for(prompt: str) -> tuple[str, ...]:
 def _phrase(text: str) -> list[str]:
     """The words of the noun phrase `text` starts with."""
     words: list[str] = []
-    for raw in _WORD.findall(text):
+    found = _WORD.findall(text)
+    for raw, after in zip(found, [*found[1:], ""]):
         low = raw.lower()
-        if low in STOPWORDS or low in _PREPOSITIONS:
-            break
+        if low in STOPWORDS or low in _PREPOSITIONS or after.lower() in _DETERMINERS:
+            break  # a word before "the" is the clause's verb ("which service holds the …")
         if words and raw[0].isupper() and not words[-1][0].isupper():
             break  # "what helps Joanna …": the clause's subject, past the phrase
         if low.endswith(("'s", "\u2019s")):
@@ -79,14 +82,17 @@ def _phrase(text: str) -> list[str]:
     return words
 
 
-def misses(c: Candidate) -> bool:
-    """Whether the candidate is about a neighbour of what is asked: the asked phrase's head
-    is held by no row of the memory, and the candidate (with its branch) holds another word
-    of that phrase. Candidate.asked, .terms, .term_rows and .held_branch say it."""
-    if len(c.asked) < 2:
+def misses(asked: Sequence[str], terms: Sequence[str], rows: Sequence[int],
+           held: Sequence[bool]) -> bool:
+    """Whether a candidate is about a neighbour of what is asked: the asked phrase's head
+    (`asked`, head last) is held by no row of the memory, and the candidate holds another
+    word of that phrase. `terms`: the prompt's keyword terms, `rows`: how many rows hold
+    each, `held`: whether the candidate holds each with its branch (prompt_evidence's
+    Candidate.terms, .term_rows, .held_branch)."""
+    if len(asked) < 2:
         return False
-    where = {t: i for i, t in enumerate(c.terms)}
-    head = where.get(c.asked[-1])
-    if head is None or c.term_rows[head] != 0:
+    where = {t: i for i, t in enumerate(terms)}
+    head = where.get(asked[-1])
+    if head is None or rows[head] != 0:
         return False
-    return any(c.held_branch[where[t]] for t in c.asked[:-1] if t in where)
+    return any(held[where[t]] for t in asked[:-1] if t in where)

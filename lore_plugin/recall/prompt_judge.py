@@ -82,6 +82,11 @@ def probability(c: Candidate, weights: Sequence[float] = WEIGHTS, bias: float = 
     return 1 / (1 + math.exp(-max(min(z, 30.0), -30.0)))
 
 
+def misses(c: Candidate) -> bool:
+    """Whether the candidate is about a neighbour of what is asked (asked_for.misses)."""
+    return asked_for.misses(c.asked, c.terms, c.term_rows, c.held_branch)
+
+
 def answered(found: Sequence[Candidate]) -> list[Candidate]:
     """The candidates with each reply to a question among them (Candidate.follows,
     prompt_replies.py) holding the better of its own keyword coverage and its question's,
@@ -109,10 +114,10 @@ def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: 
           ) -> list[Fragment]:
     """The answers to inject, likeliest first; [] when the best is not strong enough.
     `asked`: a candidate about a neighbour of what is asked does not pass the gate
-    (asked_for.misses)."""
+    (misses)."""
     found = answered(found)
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
-             if c.coverage >= min_agreement and not (asked and asked_for.misses(c))]
+             if c.coverage >= min_agreement and not (asked and misses(c))]
     if not agree or max(e for e, _, _ in agree) < min_evidence:
         # A prompt about a day: that day's notes, in search's order (prompt_candidates).
         day = [c.fragment for c in found if c.dated][:most]
