@@ -71,7 +71,7 @@ from lore_plugin.recall import prompt_recall as pr  # noqa: E402
 from lore_plugin.recall import prompt_semantic as ps  # noqa: E402
 from lore_plugin.recall import render  # noqa: E402
 from lore_plugin.recall.prompt_candidates import PATH_CHARS, SEPARATOR  # noqa: E402
-from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
+from lore_plugin.recall.prompt_evidence import Candidate, idf  # noqa: E402
 
 DATASETS = ("paraphrase", "peer", "locomo", "peer-tool", "paraphrase-tool", "peer-placed",
             "paraphrase-tool-project", "peer-placed-project", "newuser")
@@ -187,6 +187,21 @@ def asked_rows(c: Candidate) -> list[tuple[int, bool]]:
     return [(c.term_rows[where[t]], c.held_branch[where[t]]) for t in c.asked if t in where]
 
 
+def unheld_weighed(case: pc.Case, factor: float) -> list[Fragment]:
+    """The chosen judge with a prompt word no row holds weighing `factor` times its IDF in
+    the coverage's mass (with the branch, and the candidate's own)."""
+    found = []
+    for c in hook(case):
+        weights = [idf(n, c.rows) * (factor if n == 0 else 1.0) for n in c.term_rows]
+        mass = sum(weights)
+        if mass <= 0 or len(c.held_branch) != len(weights):
+            found.append(c)
+            continue
+        found.append(replace(c, coverage=sum(w for w, h in zip(weights, c.held_branch) if h)
+                             / mass, own=sum(w for w, h in zip(weights, c.held) if h) / mass))
+    return pj.judge(found)
+
+
 def rules() -> dict[str, Rule]:
     out: dict[str, Rule] = {
         "before: cosine ≥ 0.50, ≥ 0.40 below a match, 4 answers": before,
@@ -208,6 +223,9 @@ def rules() -> dict[str, Rule]:
     out["asked-for: a word no row holds, and the answer holds another asked word"] = \
         lambda c: asked_variant(c, lambda x: any(n == 0 for n, _ in asked_rows(x))
                                 and any(h for _, h in asked_rows(x)))
+    for factor in (2.0, 3.0):
+        out[f"coverage: a prompt word no row holds weighs {factor:.0f}×"] = \
+            lambda c, f=factor: unheld_weighed(c, f)
     out["asked-for (chosen): no row holds the head, the answer holds a modifier"] = \
         lambda c: pj.judge(asking(c))
     out["agreement on the note's own text (own ≥ 0.3), not with its branch"] = \
