@@ -25,7 +25,10 @@ among the candidates takes the question's words: prompt_replies.py), with its co
 varied around the chosen ones (the trade-off curve); "semantic path" rows vary
 prompt_semantic's answer on meaning alone for a prompt the gate silences ("without the
 semantic path" is the judge before it), "names path" rows prompt_names' answer for a prompt
-made of names. The hook's candidates are
+made of names; "asked-for" rows vary asked_for.py's rule (a candidate about a neighbour of
+what is asked kept from the gate; "without the asked-for rule" is the judge before it) and
+"coverage: a prompt word no row holds weighs" rows weigh such a word more. The hook's
+candidates are
 prompt_recall.gather's (the replies included); the pool's wider settings are
 prompt_candidates.candidates' alone. The ceiling rows say how often a gold
 item is among the candidates at all, first, or among the first three (search order), and

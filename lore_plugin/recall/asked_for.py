@@ -13,8 +13,9 @@ asked (misses()), and prompt_judge does not let it pass the gate.
 Only that case: a head no note holds is not enough on its own, for a question often names
 the sort of its answer and the answer the instance ("what substitution does Nate suggest
 for butter?" → "coconut oil instead"; "what command starts the dev server?" → "`pnpm
-dev`"): silencing every prompt whose asked-for word no note holds cost LoCoMo 1.4 points of
-coverage on its tuning half, this rule 0.1 (bench/README.md, "what is asked").
+dev`"): silencing the gate for every prompt whose asked-for word no note holds cost LoCoMo
+1.3 points of coverage on its tuning half, this rule none there and 0.2 held-out (chosen
+on the tuning halves of bench_prompt_recall.py's sets: bench/README.md, "What is asked").
 
 asked_for() finds the phrase: the words after "what('s| is) the", "which", "who is the",
 "how many/much" (or after "what kind/type/sort of"), up to the first stop word or
