@@ -17,6 +17,7 @@ from lore_plugin.consolidation.heading_naming import (
     clean_name,
     due_headings,
 )
+from lore_plugin.consolidation.schedule import describe
 from lore_plugin.core.config import Settings
 from lore_plugin.embedding.embedder import from_blob
 from lore_plugin.llm.budget import BudgetGuard, GuardedLLM
@@ -90,6 +91,8 @@ def test_a_placed_heading_is_named_from_what_it_holds_and_its_children_embed_the
     report = cycle(memory, settings, llm)
     assert report["renamed"] == 1
     assert report["phases"]["heading_names"]["items"] == ["'mypy runs' → 'mypy type checking'"]
+    assert "heading names   1 renamed in 1 LLM calls, 1 headings due" in "\n".join(
+        describe(report))
     (call,) = naming_calls(llm)
     assert "Heading h1: mypy runs" in call["prompt"] and "Project project-a" in call["prompt"]
     assert all(fact in call["prompt"] for fact in MYPY)
@@ -240,7 +243,8 @@ def test_no_secret_in_a_child_reaches_the_api(memory, settings, tmp_path):
     sent = [r for r in api.requests if "record_heading_names" in str(r.get("tools"))]
     assert len(sent) == 1 and "mypy runs" in str(sent[0])
     for request in api.requests:
-        assert token not in str(request) and key not in str(request)
+        assert token not in str(request)  # redacted when it was stored
+        assert key not in str(request)  # redacted in the prompt
 
 
 def test_a_dry_run_reports_what_is_due_and_calls_nothing(memory, settings):
