@@ -116,8 +116,8 @@ def _refresh_vector_snapshot(settings: Settings) -> None:
 COUNTS = (("relevance_updated", "relevance"), ("topics_merged", "merged"),
           ("topic_links", "topic links"), ("concept_links", "concept links"),
           ("renamed", "headings renamed"), ("resummarised", "re-summarised"),
-          ("contradictions", "superseded"), ("edges_pruned", "edges pruned"), ("forgotten", "forgotten"),
-          ("patterns", "recurring failures"))
+          ("contradictions", "superseded"), ("edges_pruned", "edges pruned"),
+          ("forgotten", "forgotten"), ("patterns", "recurring failures"))
 
 
 def summary_line(report: dict[str, Any]) -> str:
