@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.types import Fragment
 from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
 from ..recall.heading_names import PLACED_NAME
@@ -127,7 +128,7 @@ def clean_name(raw: str) -> str | None:
     return name
 
 
-def _block(local: str, heading: Any, children: list[Any], parent: str | None) -> str:
+def _block(local: str, heading: Fragment, children: list[Fragment], parent: str | None) -> str:
     lines = [f"Heading {local}: {clip(heading.summary, 80)}"]
     if parent:
         lines.append(f"Under: {clip(parent, 80)}")
@@ -152,7 +153,7 @@ def name_headings(store: Store, activity: Activity, llm: LLM | None,
     cache, load = families(store, CHILDREN_SHOWN)
     parents: dict[str, str | None] = {}
 
-    def parent_name(heading: Any) -> str | None:
+    def parent_name(heading: Fragment) -> str | None:
         if heading.id not in parents:
             pid = heading.parent_id
             found = store.get_many([pid], with_parent=False).get(pid) if pid else None

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from lore_plugin.consolidation.cycle import consolidate
@@ -132,6 +133,20 @@ def test_a_named_heading_is_asked_again_once_a_child_arrives_and_may_keep_its_na
     assert after.summary == "mypy type checking" and after.metadata[NAMED_AT] == clock()
     cycle(memory, settings, llm)
     assert len(naming_calls(llm)) == 2
+
+
+def test_only_placed_subjects_with_two_children_not_named_since_their_last_are_due():
+    def row(fid, meta, count=2, last=200.0):
+        return (fid, 1, orjson.dumps(meta).decode(), count, 100.0, last)
+    activity = [row("subject", {PLACED_NAME: "subject"}),
+                row("one child", {PLACED_NAME: "subject"}, count=1),
+                row("project", {PLACED_NAME: "project"}, count=40),
+                row("loose", {PLACED_NAME: "loose"}, count=40),
+                row("extracted", {}),
+                row("grown", {PLACED_NAME: CONSOLIDATED, NAMED_AT: 150.0}, last=300.0),
+                row("named", {PLACED_NAME: CONSOLIDATED, NAMED_AT: 250.0}),
+                row("bad json", {})[:2] + ("{not json",) + (2, 100.0, 200.0)]
+    assert due_headings(activity) == ["grown", "subject"]  # the most recently grown first
 
 
 def test_a_heading_with_one_child_and_the_project_topic_are_not_due(memory, settings):
