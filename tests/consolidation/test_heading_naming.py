@@ -150,9 +150,10 @@ def test_only_placed_subjects_with_two_children_not_named_since_their_last_are_d
 
 
 def test_a_heading_with_one_child_and_the_project_topic_are_not_due(memory, settings):
-    store_knowledge(memory, STAGING[0], STAGING[0])
-    activity = memory.writer.child_activity()
-    assert due_headings(activity) == []
+    mypy = store_knowledge(memory, MYPY[0], MYPY[0]).created
+    staging = store_knowledge(memory, STAGING[0], STAGING[0]).created
+    assert staging[0].parent_id == mypy[0].id  # the project's topic holds both subjects
+    assert len(memory.writer.child_ids(mypy[0].id)) == 2
     llm = FakeLLM(default=namer({}))
     assert cycle(memory, settings, llm)["phases"]["heading_names"]["due"] == 0
     assert naming_calls(llm) == []
