@@ -333,3 +333,12 @@ def test_a_hub_space_names_its_placed_headings_too(hub_space, embedder, clock, s
         assert np.allclose(from_blob(hub_space.embedding_of(kid)), want, atol=1e-5)
     consolidate(settings, hub_space, clock, llm, embedder)
     assert len(naming_calls(llm)) == 1
+
+
+def test_without_the_embedding_model_nothing_is_renamed(memory, settings):
+    heading = placed_heading(memory, MYPY)
+    llm = FakeLLM(default=namer({"mypy runs": "mypy type checking"}))
+    report = consolidate(settings, memory.writer, memory.clock, llm, None)
+    phase = report["phases"]["heading_names"]
+    assert phase["stopped"].startswith("no embedding model") and phase["due"] == 1
+    assert naming_calls(llm) == [] and memory.writer.get(heading).summary == "mypy runs"
