@@ -61,6 +61,7 @@ CHILDREN_SHOWN = 12  # per heading, the newest
 NAME_CHARS = 60
 NAME_WORDS = 6
 LISTED = 50
+EMBED_BATCH = 64  # texts a model run: a heading may hold hundreds of children
 # Markup, redaction marks and control characters name nothing and could break a frame.
 _UNSAFE = re.compile(r"[<>{}\[\]`|\\]|[\x00-\x1f\x7f]")
 _QUOTES = "\"'“”‘’"
@@ -146,8 +147,8 @@ def name_headings(store: Store, activity: Activity, llm: LLM | None,
         return due_only(store, due)
     if embedder is None or not getattr(embedder, "available", True):
         outcome = due_only(store, due)
-        outcome.stopped = "no embedding model: a renamed heading's children would keep vectors " \
-                          "of its old name"
+        outcome.stopped = ("no embedding model: a renamed heading's children would keep "
+                           "vectors of its old name")
         return outcome
     outcome = PhaseOutcome(due=len(due))
     cache, load = families(store, CHILDREN_SHOWN)
@@ -228,7 +229,8 @@ def _embedded(store: Store, embedder: Embedder, renames: dict[str, tuple[Any, st
         texts.append(embedding_text(name, content, parents[hid]))
         texts += [embedding_text(k.summary, k.content, name) for k in kids]
         layout.append((hid, kids))
-    blobs = [to_blob(v) for v in embedder.embed(texts)]
+    blobs = [to_blob(v) for start in range(0, len(texts), EMBED_BATCH)
+             for v in embedder.embed(texts[start:start + EMBED_BATCH])]
     plans, at = [], 0
     for hid, kids in layout:
         children = {k.id: (k.summary, k.content, blobs[at + 1 + i]) for i, k in enumerate(kids)}

@@ -342,3 +342,17 @@ def test_without_the_embedding_model_nothing_is_renamed(memory, settings):
     phase = report["phases"]["heading_names"]
     assert phase["stopped"].startswith("no embedding model") and phase["due"] == 1
     assert naming_calls(llm) == [] and memory.writer.get(heading).summary == "mypy runs"
+
+
+def test_every_child_of_a_big_heading_gets_its_own_new_vector(memory, settings, embedder):
+    heading = placed_heading(memory, MYPY)
+    for n in range(70):  # more than one model run's batch (EMBED_BATCH)
+        text = f"mypy rule number {n} is enabled for module group {n}"
+        memory.store(text, text, parent_id=heading, depth=2)
+    cycle(memory, settings, FakeLLM(default=namer({"mypy runs": "mypy type checking"})))
+    kids = memory.writer.get_many(memory.writer.child_ids(heading))
+    assert len(kids) == 72
+    want = embedder.embed([embedding_text(k.summary, k.content, "mypy type checking")
+                           for k in kids.values()])
+    for kid, expected in zip(kids, want):
+        assert np.allclose(vector(memory, kid), expected, atol=1e-5)
