@@ -14,8 +14,8 @@
   concepts for 280 facts, and each copy was a second search hit for its fact, taking a place
   among the per-prompt hook's ten. The name is read from the summary's shape, without an
   LLM, so a store stays as fast (subject_name: ~30 µs); made levels carry PLACED_NAME in
-  their metadata so that a later pass can name them better (consolidation re-describes
-  topics' content today and renames no heading, so none does yet).
+  their metadata, and consolidation names a "subject" one again from what it holds
+  (consolidation/heading_naming.py).
 - A near-duplicate is not added: the same summary, or a cosine of NEAR_DUPLICATE or more
   with a live sibling under the same parent. The existing fragment is reinforced instead
   (and confirmed, when the user said it), and the answer gives its id. Extraction uses the
