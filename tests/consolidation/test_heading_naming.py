@@ -21,7 +21,6 @@ from lore_plugin.consolidation.heading_naming import (
 from lore_plugin.consolidation.schedule import describe
 from lore_plugin.core.config import Settings
 from lore_plugin.embedding.embedder import from_blob
-from lore_plugin.hub import term_counts
 from lore_plugin.llm.budget import BudgetGuard, GuardedLLM
 from lore_plugin.llm.client import AnthropicLLM, FakeLLM
 from lore_plugin.maintenance.curation import Curator
@@ -311,11 +310,7 @@ def test_a_consolidation_rename_can_be_undone_from_the_journal(memory, settings,
         assert np.allclose(vector(memory, kid), original[kid], atol=1e-6)
 
 
-def test_a_hub_space_names_its_placed_headings_too(hub_space, embedder, clock, settings,
-                                                   monkeypatch):
-    # The space's row count is cached for ROWS_TTL while term counts are not: in a space this
-    # young a cached 0 under a fresh count of 1 makes the BM25 logarithm fail (hub/keywords).
-    monkeypatch.setattr(term_counts, "ROWS_TTL", -1.0)
+def test_a_hub_space_names_its_placed_headings_too(hub_space, embedder, clock, settings):
     hub = Memory(hub_space, embedder, clock=clock, project="/work/project-a")
     heading = placed_heading(hub, MYPY)
     kids = hub_space.child_ids(heading)
