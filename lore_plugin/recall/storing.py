@@ -158,6 +158,7 @@ def _names(memory: Memory, heading: Fragment, text: str) -> bool:
 
 
 def _telling_terms(memory: Memory, heading: Fragment) -> list[str]:
+    """The terms of `heading`'s subject phrase that _names counts (see there)."""
     dull = {stem(word) for word in project_names(memory.project)}
     terms = [t for t in keyword_terms(phrase_of(heading.summary)) if stem(t) not in dull]
     if not terms or not heading.parent_id:
