@@ -7,11 +7,11 @@ heading's own `project` column. Every fragment's column is the project of the se
 stored it (Memory.store and capture/ingest.py both write `memory.project`; the extractor's
 `scope`, issue 29, only decides what a team space may see, never the column). A heading can
 therefore carry another session's project than its topic: extraction files a new concept
-under an existing topic it matches (ingest.match_topic), and before this rule placement put
-a lumen session's concepts under "Project atlas". The topic is what a reader sees and what
-a note's path says ("Project atlas › ..." gave a lumen note the word "atlas"), so it is the
-topic that decides; a concept of the wrong project under a topic of the right one is then
-still a home for that topic's notes, and never for another project's.
+under an existing topic it matches, of any project (capture/known.match_topic), and before
+this rule placement put a lumen session's concepts under "Project atlas". The topic is what
+a reader sees and what a note's path says ("Project atlas › ..." gave a lumen note the word
+"atlas"), so it is the topic that decides; a concept of the wrong project under a topic of
+the right one is then still a home for that topic's notes, and never for another project's.
 
 A project of "/" (a session at the file system's root) counts as none, as the placed topic's
 name does (storing._topic_name)."""

@@ -115,3 +115,28 @@ def test_two_projects_of_one_name_never_share_a_topic(memory):
     assert one.id != two.id and (one.project, two.project) == ("/srv/a/api", "/srv/b/api")
     assert two.summary == "Project api (/srv/b/api)"
     assert topic_of(memory, again.fragment.id).id == two.id  # found again, not made anew
+
+
+def test_a_heading_belongs_to_its_topics_project_not_the_session_that_made_it(memory):
+    """Extraction files a session's concept under a matching topic of any project: such a
+    concept, made in lumen under "Project atlas", is atlas's, for a fact and for a detail."""
+    first = store_as(memory, ATLAS, "Atlas local dev: make dev, API on port 8040")
+    topic = topic_of(memory, first.fragment.id)
+    memory.project = LUMEN
+    stray = memory.store("Dev server setup", "Dev server setup", parent_id=topic.id, depth=1)
+    fact = memory.store("The dev server runs on port 5173", "The dev server runs on port 5173",
+                        parent_id=stray.id, depth=2)
+    assert stray.project == LUMEN and topic.project == ATLAS
+    summary = "Lumen dev server: pnpm dev on port 5173"
+    lumen = store_as(memory, LUMEN, summary)
+    assert topic_of(memory, lumen.fragment.id).summary == "Project lumen"
+    detail = store_knowledge(memory, "Port 5173 is Vite's default", "Port 5173 is Vite's default",
+                             depth=3)
+    assert topic_of(memory, detail.fragment.id).summary == "Project lumen"
+    # The same concept is a home for atlas's notes, and its fact for atlas's details.
+    atlas = store_as(memory, ATLAS, "The dev server setup also starts Redis")
+    assert memory.parent(atlas.fragment.id).id == stray.id
+    memory.project = ATLAS
+    deeper = store_knowledge(memory, "The dev server on port 5173 proxies /api",
+                             "The dev server on port 5173 proxies /api", depth=3)
+    assert memory.parent(deeper.fragment.id).id == fact.id
