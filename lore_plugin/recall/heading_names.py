@@ -66,8 +66,10 @@ def subject_name(summary: str, names: frozenset[str] = frozenset()) -> str:
     the local dev setup of atlas, not "Atlas" followed by a verb)."""
     summary = _REDACTION.sub(" ", summary)
     text = " ".join(summary.split()).strip().rstrip(".!?")
-    lead, colon, _ = text.partition(": ")
-    if colon and keyword_terms(lead) and len(lead.split()) <= LEAD_WORDS:
+    lead, colon, rest = text.partition(": ")
+    if colon and rest and all(_is_number(word) for word in lead.split()):
+        text = rest  # "2026-09-14: atlas DB upgraded ..." is dated, not about its date
+    elif colon and keyword_terms(lead) and len(lead.split()) <= LEAD_WORDS:
         text = lead
     tokens = _TOKEN.findall(text)
     words = _leading_phrase(tokens, names)

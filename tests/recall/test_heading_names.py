@@ -45,6 +45,9 @@ from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
     # A possessive is no plural: the phrase goes on to its noun.
     ("User's shell is fish.", "User's shell"),
     ("Sam\u2019s editor is Neovim.", "Sam\u2019s editor (Neovim)"),
+    # A date before a colon dates the note; its subject comes after.
+    ("2026-09-14: DB upgraded from Postgres 13 to 16", "DB (Postgres)"),
+    ("2026-10-01: fixed N+1 on the invoice list", "N+1"),
 ])
 def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
     assert subject_name(summary) == subject
