@@ -140,3 +140,26 @@ def test_a_heading_belongs_to_its_topics_project_not_the_session_that_made_it(me
     deeper = store_knowledge(memory, "The dev server on port 5173 proxies /api",
                              "The dev server on port 5173 proxies /api", depth=3)
     assert memory.parent(deeper.fragment.id).id == fact.id
+
+
+def test_in_a_hub_space_too_each_projects_notes_land_under_its_own_topic(hub_space, embedder,
+                                                                         clock):
+    """The same rule on PostgreSQL (hub/): the topic's project is read through the hub's
+    parent_ids and get_many, its siblings' words through child_ids."""
+    memory = Memory(hub_space, embedder, clock=clock, project="/srv/other")
+    try:
+        # A third project's topics first: the hub's keyword search reads the space's row count
+        # cached for ROWS_TTL, and in a space that grows from nothing its BM25 takes the log of
+        # a negative number (hub/keywords.py; a separate bug, reported). They must not draw
+        # the notes below in either.
+        for n in range(12):
+            memory.store(f"Orchard batch {n} ripens in week {n + 30}", f"Orchard batch {n}",
+                         depth=0)
+        for project, summary in NOTES:
+            stored = store_as(memory, project, summary)
+            topic = topic_of(memory, stored.fragment.id)
+            assert (topic.project, topic.summary) == (project, f"Project {Path(project).name}")
+        general = store_as(memory, None, "Staging access requires Tailscale")
+        assert topic_of(memory, general.fragment.id).summary == LOOSE[0]
+    finally:
+        memory.close()
