@@ -58,10 +58,11 @@ def main() -> None:
     took = time.perf_counter() - began
     memory = Memory(db, None)
     try:
-        rows = memory.reader.execute("SELECT id, depth, summary FROM fragments "
+        rows = memory.reader.execute("SELECT id, depth, summary, project FROM fragments "
                                      "WHERE superseded_by IS NULL")
-        depth = {fid: d for fid, d, _ in rows}
-        summary = {fid: s for fid, _, s in rows}
+        depth = {fid: d for fid, d, _, _ in rows}
+        summary = {fid: s for fid, _, s, _ in rows}
+        project = {fid: p for fid, _, _, p in rows}
         children: dict[str, list[str]] = {}
         for source, target in memory.reader.execute(
                 "SELECT source, target FROM edges WHERE kind = 'hierarchical'"):
@@ -83,6 +84,33 @@ def main() -> None:
             print(f"    - {summary[concept][:60]!r} ({facts.get(concept, 0)} notes{example})")
     if len(topics) > args.branches:
         print(f"  … {len(topics) - args.branches} more topics")
+    _by_project(depth, summary, project, children, facts)
+
+
+def _by_project(depth: dict[str, int], summary: dict[str, str], project: dict[str, str | None],
+                children: dict[str, list[str]], facts: dict[str, int]) -> None:
+    """How the tree keeps projects apart: notes under a topic of another project than the
+    one they were stored in, and what the biggest concept holds, by project."""
+    parent = {child: source for source, kids in children.items() for child in kids}
+
+    def topic(fid: str) -> str:
+        while fid in parent:
+            fid = parent[fid]
+        return fid
+
+    notes = [f for f, d in depth.items() if d == max(depth.values())]
+    strays = [n for n in notes if project[topic(n)] != project[n]]
+    print(f"notes under another project's topic: {len(strays)} of {len(notes)} "
+          f"{dict(Counter(_short(project[n]) for n in strays))}")
+    if facts:
+        big = max(facts, key=lambda c: facts[c])
+        held = Counter(_short(project[n]) for n in children.get(big, []))
+        print(f"biggest concept: {summary[big]!r} under {summary[topic(big)]!r}, "
+              f"{facts[big]} notes {dict(held)}")
+
+
+def _short(project: str | None) -> str:
+    return project.rstrip("/").rsplit("/", 1)[-1] if project else "general"
 
 
 if __name__ == "__main__":

@@ -3,4 +3,5 @@ resolution and forgetting.
 
     schedule    when it is overdue, and what its report says
     cycle       the seven phases in order
-    llm_phases  the two phases that ask the LLM: re-summarising topics, contradictions"""
+    llm_phases  the two phases that ask the LLM: re-summarising topics, contradictions
+    heading_naming  the LLM's names for the headings store_memory's placement made"""

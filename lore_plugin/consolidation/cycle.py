@@ -5,7 +5,7 @@
   (at a tie the newer) one is superseded by the other, which adopts its children; above
   similarity_threshold the pair gets an associative link (weight = similarity)
 2 associative links between the concepts of linked topics (above concept_link_threshold)
-3 re-summarisation of topics that gained children (LLM, llm_phases.py)
+3 placed headings named from what they hold, topics that gained children re-described (LLM)
 4 contradictions between siblings: the older is superseded by the newer (LLM)
 5 associative edges decay by edge_decay and are pruned below edge_prune_below; hierarchical,
   temporal and supersedes edges are never touched, and links re-asserted in phases 1-2 this
@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..core import relevance as rel
@@ -379,16 +380,17 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
         t = time.perf_counter()
         run.phase("reembed", t, fragments=reembed(store, embedder, run.moved))
     phase_concept_links(run, links, victims)
+    from .heading_naming import name_headings
     from .llm_phases import resolve_contradictions, resummarise
 
-    t = time.perf_counter()
     activity = store.child_activity()
-    _llm_phase(run, "resummarise", resummarise(store, activity, llm, embedder, run.now,
-                                               dry_run), t, "resummarised", llm_missing)
-    t = time.perf_counter()
-    _llm_phase(run, "contradictions", resolve_contradictions(store, activity, llm, run.now,
-                                                             dry_run), t, "contradictions",
-               llm_missing)
+    for name, key, phase in (  # headings named first: the topics' new text then names them
+            ("heading_names", "renamed", partial(name_headings, embedder=embedder)),
+            ("resummarise", "resummarised", partial(resummarise, embedder=embedder)),
+            ("contradictions", "contradictions", resolve_contradictions)):
+        t = time.perf_counter()
+        _llm_phase(run, name, phase(store, activity, llm, now=run.now, dry_run=dry_run), t, key,
+                   llm_missing)
     phase_decay(run)
     phase_forget(run, table)
     phase_patterns(run)

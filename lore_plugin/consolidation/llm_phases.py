@@ -124,7 +124,7 @@ class _Contradictions(BaseModel):
 
 @dataclass
 class PhaseOutcome:
-    done: int = 0  # topics re-summarised, or fragments superseded
+    done: int = 0  # topics re-summarised, headings renamed or fragments superseded
     calls: int = 0
     due: int = 0
     items: list[str] = field(default_factory=list)
@@ -142,7 +142,7 @@ class PhaseOutcome:
         return out
 
 
-def _meta(raw: str | None) -> dict[str, Any]:
+def meta_of(raw: str | None) -> dict[str, Any]:
     try:
         value = orjson.loads(raw) if raw else {}
     except orjson.JSONDecodeError:
@@ -150,7 +150,7 @@ def _meta(raw: str | None) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _since(meta: dict[str, Any], key: str, default: float) -> float:
+def since(meta: dict[str, Any], key: str, default: float) -> float:
     value = meta.get(key)
     return float(value) if isinstance(value, int | float) else default
 
@@ -161,18 +161,18 @@ Activity = list[tuple[str, int, str, int, float, float]]  # Store.child_activity
 def due_topics(activity: Activity) -> list[str]:
     """Topics that gained children since they were last described, most recent first."""
     due = [(last, pid) for pid, depth, meta, _, first, last in activity
-           if depth == 0 and last > _since(_meta(meta), RESUMMARISED_AT, first)]
+           if depth == 0 and last > since(meta_of(meta), RESUMMARISED_AT, first)]
     return [pid for _, pid in sorted(due, reverse=True)]
 
 
 def due_groups(activity: Activity) -> list[str]:
     """Parents below the topics whose children changed since the last check, newest first."""
     due = [(last, pid) for pid, depth, meta, count, first, last in activity
-           if depth > 0 and count >= 2 and last > _since(_meta(meta), CHECKED_AT, first)]
+           if depth > 0 and count >= 2 and last > since(meta_of(meta), CHECKED_AT, first)]
     return [pid for _, pid in sorted(due, reverse=True)]
 
 
-def _batches(ids: Iterable[str], render: Callable[[list[str]], str], per_call: int,
+def batches(ids: Iterable[str], render: Callable[[list[str]], str], per_call: int,
              ) -> Iterator[list[str]]:
     """Up to per_call items a batch, fewer when the prompt would grow past PROMPT_CHARS.
     Lazy, so a long backlog is only read as far as the run gets."""
@@ -186,13 +186,13 @@ def _batches(ids: Iterable[str], render: Callable[[list[str]], str], per_call: i
         yield batch
 
 
-def _mark(store: Store, fid: str, key: str, now: float) -> None:
+def mark(store: Store, fid: str, key: str, now: float) -> None:
     meta = dict(store.get(fid).metadata)
     meta[key] = now
     store.set_metadata(fid, meta)
 
 
-def _ask(llm: LLM, outcome: PhaseOutcome, system: str, prompt: str,
+def ask(llm: LLM, outcome: PhaseOutcome, system: str, prompt: str,
          tool: dict[str, Any]) -> dict[str, Any] | None:
     """The tool input, or None when the call failed. A budget refusal, or a second failure
     in a row (the LLM is down, not just one bad batch), sets outcome.stopped."""
@@ -226,13 +226,13 @@ def _topic_block(local: str, topic: Fragment, children: list[Fragment]) -> str:
     return "\n".join(lines)
 
 
-def _due_only(store: Store, due: list[str]) -> PhaseOutcome:
+def due_only(store: Store, due: list[str]) -> PhaseOutcome:
     """What a phase would ask about, for a dry run or when there is no LLM."""
     names = store.get_many(due[:50])
     return PhaseOutcome(due=len(due), items=[f"'{names[i].summary}'" for i in due[:50] if i in names])
 
 
-def _families(store: Store, shown: int
+def families(store: Store, shown: int
               ) -> tuple[dict[str, tuple[Fragment, list[Fragment]]],
                          Callable[[str], tuple[Fragment, list[Fragment]]]]:
     """A loader of (parent, its newest `shown` live children), reading each parent once per
@@ -253,17 +253,17 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
                 now: float, dry_run: bool) -> PhaseOutcome:
     due = due_topics(activity)
     if dry_run or llm is None:
-        return _due_only(store, due)
+        return due_only(store, due)
     outcome = PhaseOutcome(due=len(due))
-    cache, load = _families(store, CHILDREN_SHOWN)
+    cache, load = families(store, CHILDREN_SHOWN)
 
     def render(batch: list[str]) -> str:
         return "\n\n".join(_topic_block(f"t{i + 1}", *load(t)) for i, t in enumerate(batch))
 
-    for batch in _batches(due, render, TOPICS_PER_CALL):
+    for batch in batches(due, render, TOPICS_PER_CALL):
         if outcome.calls >= MAX_CALLS:
             break
-        answer = _ask(llm, outcome, RESUMMARISE_SYSTEM, render(batch), RESUMMARISE_TOOL)
+        answer = ask(llm, outcome, RESUMMARISE_SYSTEM, render(batch), RESUMMARISE_TOOL)
         if outcome.stopped:
             break
         if answer is None:
@@ -291,7 +291,7 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
                 if current is None or current.superseded_by:
                     continue  # merged or deleted meanwhile
                 store.update_text(tid, content=content, embedding=vectors.get(tid))
-                _mark(store, tid, RESUMMARISED_AT, now)
+                mark(store, tid, RESUMMARISED_AT, now)
                 outcome.done += 1
                 if len(outcome.items) < 50:
                     outcome.items.append(f"'{current.summary}': {clip(content, 120)}")
@@ -307,9 +307,9 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                            dry_run: bool) -> PhaseOutcome:
     due = due_groups(activity)
     if dry_run or llm is None:
-        return _due_only(store, due)
+        return due_only(store, due)
     outcome = PhaseOutcome(due=len(due))
-    _, load = _families(store, SIBLINGS_SHOWN)
+    _, load = families(store, SIBLINGS_SHOWN)
 
     def numbered(batch: list[str]) -> tuple[str, dict[str, tuple[str, Fragment]]]:
         blocks: list[str] = []
@@ -334,13 +334,13 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                 yield gid
             else:  # one live sibling left, the others superseded: nothing to compare
                 with store.write():
-                    _mark(store, gid, CHECKED_AT, now)
+                    mark(store, gid, CHECKED_AT, now)
 
-    for batch in _batches(comparable(), lambda b: numbered(b)[0], GROUPS_PER_CALL):
+    for batch in batches(comparable(), lambda b: numbered(b)[0], GROUPS_PER_CALL):
         if outcome.calls >= MAX_CALLS:
             break
         prompt, local = numbered(batch)
-        answer = _ask(llm, outcome, CONTRADICTION_SYSTEM, prompt, CONTRADICTION_TOOL)
+        answer = ask(llm, outcome, CONTRADICTION_SYSTEM, prompt, CONTRADICTION_TOOL)
         if outcome.stopped:
             break
         if answer is None:
@@ -377,5 +377,5 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                         f"{reason}")
             for gid in batch:
                 if store.get_many([gid]):
-                    _mark(store, gid, CHECKED_AT, now)
+                    mark(store, gid, CHECKED_AT, now)
     return outcome

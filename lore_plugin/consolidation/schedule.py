@@ -115,9 +115,9 @@ def _refresh_vector_snapshot(settings: Settings) -> None:
 # -- reading a report -------------------------------------------------------------------------
 COUNTS = (("relevance_updated", "relevance"), ("topics_merged", "merged"),
           ("topic_links", "topic links"), ("concept_links", "concept links"),
-          ("resummarised", "re-summarised"), ("contradictions", "superseded"),
-          ("edges_pruned", "edges pruned"), ("forgotten", "forgotten"),
-          ("patterns", "recurring failures"))
+          ("renamed", "headings renamed"), ("resummarised", "re-summarised"),
+          ("contradictions", "superseded"), ("edges_pruned", "edges pruned"),
+          ("forgotten", "forgotten"), ("patterns", "recurring failures"))
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -152,13 +152,16 @@ def describe(report: dict[str, Any]) -> list[str]:
         m["items"])
     for key, title in (("topic_links", "topic links"), ("concept_links", "concept links")):
         add(title, f"{p[key]['new']} new, {p[key]['kept']} kept", p[key]["items"])
-    for key, title, noun in (("resummarise", "re-summarise", "topics due"),
-                             ("contradictions", "contradictions", "sibling groups due")):
+    for key, title, noun, done in (
+            ("heading_names", "heading names", "headings due", "renamed"),
+            ("resummarise", "re-summarise", "topics due", "re-summarised"),
+            ("contradictions", "contradictions", "sibling groups due", "superseded")):
+        if key not in p:  # reports recorded before heading names have none
+            continue
         e = p[key]
         if key in skipped:
             add(title, f"skipped: {skipped[key]}", e["items"])
         else:
-            done = "re-summarised" if key == "resummarise" else "superseded"
             extra = f"; stopped: {e['stopped']}" if e.get("stopped") else ""
             add(title, f"{e['done']} {done} in {e['calls']} LLM calls, {e['due']} {noun}"
                 f"{extra}", e["items"])

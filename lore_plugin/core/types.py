@@ -54,6 +54,8 @@ class Fragment:
     source: str | None = None  # one of SOURCES; None for knowledge kept before provenance
     basis: str | None = None  # one of BASES, for extracted knowledge
     confirmed_at: float | None = None  # when the user confirmed or a conversation restated it
+    # Phrases someone might ask for it by, one a line (core/cues.py): searched, never shown.
+    cues: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class NewFragment:
     source: str | None = None
     basis: str | None = None
     confirmed_at: float | None = None
+    cues: str = ""  # core/cues.clean_cues's form: phrases one a line, searched, never shown
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,17 @@ DRIVE_BUDGET = 10000
 # The candidates' rows are read once (MATERIALIZED, with their tsvector), by one bitmap scan
 # of the driving terms' OR; each is ranked on every term it holds, with the terms' document
 # counts given, in a subquery per candidate (a join and GROUP BY sorted every pair by id).
-# Equal scores (the same text in several fragments) are ordered by id.
+# Equal scores (the same text in several fragments) are ordered by id. The row count is
+# cached (term_counts.ROWS_TTL) while a term's count is fresh, so in a growing space a term
+# can be held by more rows than the count says: N is at least the term's count, or ln would
+# be given a negative number and the whole search fail.
 _SEARCH = (
     "WITH w AS MATERIALIZED (SELECT t, phraseto_tsquery('english', t) AS q, d "
     "FROM unnest(%(t)s::text[], %(d)s::float8[]) AS x(t, d)), "
     "c AS MATERIALIZED (SELECT f.id, f.tsv FROM fragment_words f WHERE f.space = %(s)s "
     "AND f.tsv @@ ({drive})), "
-    "h AS (SELECT c.id, (SELECT sum(greatest(ln((%(n)s::float8 - w.d + 0.5) / (w.d + 0.5)), "
+    "h AS (SELECT c.id, (SELECT sum(greatest(ln((greatest(%(n)s::float8, w.d) - w.d + 0.5) "
+    "/ (w.d + 0.5)), "
     "1e-6) * ts_rank('{{0.1, 0.2, 0.5, 1.0}}', c.tsv, w.q, 1)) FROM w WHERE numnode(w.q) > 0 "
     "AND c.tsv @@ w.q) AS score FROM c ORDER BY score DESC, c.id LIMIT %(k)s) "
     "SELECT " + joined(FRAGMENT_NUMBERS) + ", tsvector_to_array(c.tsv), h.score "

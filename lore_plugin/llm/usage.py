@@ -47,6 +47,7 @@ CACHE_READ, CACHE_WRITE = 0.1, 1.25
 
 # The purpose of a call, told by the tool it forces (the LLM seam has no other context).
 PURPOSES = {"record_knowledge": "extraction",
+            "record_heading_names": "consolidation (3: heading names)",
             "record_topic_descriptions": "consolidation (3: re-summarise)",
             "report_contradictions": "consolidation (4: contradictions)"}
 

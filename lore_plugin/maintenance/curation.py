@@ -16,6 +16,7 @@ from pathlib import Path
 from ..core.errors import InvalidInput, NotFound
 from ..core.types import Fragment, NewFragment
 from ..embedding.embedder import to_blob
+from ..recall.heading_names import PLACED_NAME
 from ..recall.memory import Memory, embedding_text
 from ..recall.render import clip, short_id
 from ..safety.redact import redact
@@ -83,6 +84,10 @@ class Curator:
         undo = {"summary": frag.summary, "content": frag.content}
         with self.store.write():
             self.store.update_text(frag.id, summary, content, vector)
+            meta = self.store.get(frag.id).metadata
+            if PLACED_NAME in meta:  # a person named it: consolidation never renames it now
+                self.store.set_metadata(frag.id, {k: v for k, v in meta.items()
+                                                  if k != PLACED_NAME})
             self.store.journal_add("edit", frag.id, f"edited “{clip(summary, 60)}”", undo,
                                    self.clock())
         if summary != frag.summary:

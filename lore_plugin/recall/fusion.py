@@ -15,7 +15,10 @@ TRUST_POWER = 3  # how steeply trust falls below that
 
 
 def idf(rows_holding: int, rows: int) -> float:
-    """FTS5's own inverse document frequency (fts5_aux.c), floored as it floors it."""
+    """FTS5's own inverse document frequency (fts5_aux.c), floored as it floors it. `rows`
+    is taken as at least `rows_holding`: the hub caches its row count (term_counts.ROWS_TTL)
+    while term counts are fresh, and a negative ratio has no logarithm."""
+    rows = max(rows, rows_holding) if rows else 0
     value = math.log((rows - rows_holding + 0.5) / (rows_holding + 0.5)) if rows else 0.0
     return value if value > 0 else 1e-6
 

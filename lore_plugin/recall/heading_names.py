@@ -59,17 +59,21 @@ _CALENDAR = frozenset(
     "may june july august september october november december utc gmt".split())
 
 
-def subject_name(summary: str) -> str:
+def subject_name(summary: str, names: frozenset[str] = frozenset()) -> str:
     """The subject of a fact's summary, as a heading of at most MAX_WORDS words, spelled as
-    the summary spells them ("mypy" stays lower-case)."""
+    the summary spells them ("mypy" stays lower-case). `names`: words known to be names (the
+    project's, in lower case), never read as a plural or a verb ("Atlas local dev" is about
+    the local dev setup of atlas, not "Atlas" followed by a verb)."""
     summary = _REDACTION.sub(" ", summary)
     text = " ".join(summary.split()).strip().rstrip(".!?")
-    lead, colon, _ = text.partition(": ")
-    if colon and keyword_terms(lead) and len(lead.split()) <= LEAD_WORDS:
+    lead, colon, rest = text.partition(": ")
+    if colon and rest and all(_is_number(word) for word in lead.split()):
+        text = rest  # "2026-09-14: atlas DB upgraded ..." is dated, not about its date
+    elif colon and keyword_terms(lead) and len(lead.split()) <= LEAD_WORDS:
         text = lead
     tokens = _TOKEN.findall(text)
-    words = _leading_phrase(tokens)
-    names = _names_after(_TOKEN.findall(" ".join(summary.split())), words)
+    words = _leading_phrase(tokens, names)
+    after = _names_after(_TOKEN.findall(" ".join(summary.split())), words)
     if words and words[0] != tokens[0] and words[0].isalpha() and words[0].islower():
         # "The billing deploy window is ..." gives "Billing deploy window"; a word that opens
         # the summary in lower case ("mypy runs ...") is spelled so on purpose and kept.
@@ -79,7 +83,7 @@ def subject_name(summary: str) -> str:
     if not words:
         return text[:40] or "Notes"
     phrase = " ".join(words).strip(" -/'") or "Notes"
-    return f"{phrase} ({', '.join(names)})" if names else phrase
+    return f"{phrase} ({', '.join(after)})" if after else phrase
 
 
 def phrase_of(name: str) -> str:
@@ -149,11 +153,13 @@ def _past(token: str) -> bool:
 
 
 def _plural_or_third(word: str) -> bool:
-    """Ends like a plural noun or a verb's third person ("plans", "pins"), not "class"."""
-    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+    """Ends like a plural noun or a verb's third person ("plans", "pins"), not "class" nor a
+    possessive ("User's shell" goes on to its noun)."""
+    return (len(word) > 3 and word.endswith("s")
+            and not word.endswith(("ss", "us", "is", "'s", "\u2019s")))
 
 
-def _leading_phrase(tokens: list[str]) -> list[str]:
+def _leading_phrase(tokens: list[str], names: frozenset[str] = frozenset()) -> list[str]:
     i = 0
     # Skip what opens the sentence without naming anything: "The", "We", "Deployed", "Set up".
     while i < len(tokens) and (tokens[i] in _CLAUSE or _is_function(tokens[i])
@@ -166,11 +172,12 @@ def _leading_phrase(tokens: list[str]) -> list[str]:
         after = tokens[i + 1] if i + 1 < len(tokens) else None
         if token in _CLAUSE or _is_function(token) or _is_number(token):
             break
-        if phrase and (_ends_phrase(token, after) or _plain(token) in _ADVERBS
-                       or (single and _plural_or_third(_plain(token)))):
+        named = _plain(token) in names  # a name, whatever its ending ("Atlas")
+        if phrase and not named and (_ends_phrase(token, after) or _plain(token) in _ADVERBS
+                                     or (single and _plural_or_third(_plain(token)))):
             break  # the verb, or an adverb: "Every pod declares", "significance daily"
         phrase.append(token)
-        if after in _CLAUSE or _plural_or_third(_plain(token)):
+        if after in _CLAUSE or (not named and _plural_or_third(_plain(token))):
             break  # a plural closes the phrase: the next word is its verb ("Trials last")
         i += 1
     return phrase

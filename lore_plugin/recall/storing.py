@@ -14,8 +14,8 @@
   concepts for 280 facts, and each copy was a second search hit for its fact, taking a place
   among the per-prompt hook's ten. The name is read from the summary's shape, without an
   LLM, so a store stays as fast (subject_name: ~30 µs); made levels carry PLACED_NAME in
-  their metadata so that a later pass can name them better (consolidation re-describes
-  topics' content today and renames no heading, so none does yet).
+  their metadata, and consolidation names a "subject" one again from what it holds
+  (consolidation/heading_naming.py).
 - A near-duplicate is not added: the same summary, or a cosine of NEAR_DUPLICATE or more
   with a live sibling under the same parent. The existing fragment is reinforced instead
   (and confirmed, when the user said it), and the answer gives its id. Extraction uses the
@@ -33,6 +33,7 @@ from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
 from .heading_names import PLACED_NAME, phrase_of, subject_name
+from .heading_projects import project_names, project_of, topic_projects
 from .memory import PLACEMENT_SIMILARITY, Memory, embedding_text
 from .terms import held_terms, keyword_terms, numbers_in, stem
 
@@ -40,7 +41,9 @@ NEAR_DUPLICATE = 0.92
 SHARED_TERMS = 1.0  # share of the new text's words the existing one must hold
 NAME_CHARS = 80
 SUBJECT_SIMILARITY = 0.45  # a neighbour this close may join a subject it does not name
-CANDIDATES = 3  # headings looked at for a home, best first
+CANDIDATES = 3  # headings of the memory's project looked at for a home, best first
+CANDIDATE_POOL = 12  # headings read for them, those of other projects included
+COMMON_AMONG = 4  # siblings from which a word most of them hold names no subject
 LOOSE = ("Loose knowledge", "Knowledge stored outside any project, a concept for each subject.")
 
 
@@ -115,35 +118,69 @@ def may_repeat(memory: Memory, summary: str, content: str, parent_id: str | None
     if store.find_by_summary(summary, depth, parent_id):
         return True
     says_it = _says_the_same(summary, content)
-    texts = getattr(store, "sibling_texts", None)
-    if texts is not None:  # the two columns only: reading whole rows was most of a store
-        return any(says_it(*text) for text in texts(parent_id, depth))
-    siblings = (store.child_ids(parent_id) if parent_id
-                else store.topic_ids() if depth == 0 else [])
-    return any(says_it(f.summary, f.content) for f in store.get_many(siblings).values())
+    return any(says_it(*text) for text in _sibling_texts(memory, parent_id, depth))
 
 
 def _fits(memory: Memory, text: str, depth: int) -> Fragment | None:
-    """The best fragment at `depth` for `text`, if it is a real semantic neighbour. A heading
-    placement named after a subject must also be about it: the new knowledge names its
-    subject, or is a close neighbour (SUBJECT_SIMILARITY) of it or of a fact it holds.
-    Without that, a short name ("Annual plans") was near enough to anything to gather 61 of
-    280 unrelated facts."""
-    recall = memory.query(text, depth=depth, limit=CANDIDATES, reinforce=False)
-    for found in recall.fragments:
+    """The best fragment at `depth` for `text`, if it is a real semantic neighbour and
+    belongs to the memory's project (heading_projects.py: its topic's project; none outside
+    a project). The query's project only boosts its ranking, so without that rule all of a
+    second project's notes went under the first's topic when its headings were closer.
+    CANDIDATE_POOL hits are read so that headings of other projects ranked first still leave
+    CANDIDATES of its own.
+
+    A heading placement named after a subject must also be about it: the new knowledge names
+    its subject (_names), or is a close neighbour (SUBJECT_SIMILARITY) of it or of a fact it
+    holds. Without that, a short name ("Annual plans") was near enough to anything to gather
+    61 of 280 unrelated facts."""
+    recall = memory.query(text, depth=depth, limit=CANDIDATE_POOL, reinforce=False)
+    owner = topic_projects(memory.reader, [found.fragment for found in recall.fragments])
+    mine = project_of(memory.project)
+    own = [found for found in recall.fragments
+           if found.fragment.id in owner and owner[found.fragment.id] == mine]
+    for found in own[:CANDIDATES]:
         if found.similarity < PLACEMENT_SIMILARITY and not recall.keyword_only:
             break
         frag = found.fragment
         if (frag.metadata.get(PLACED_NAME) != "subject" or found.similarity >= SUBJECT_SIMILARITY
-                or _names(frag.summary, text)):
+                or _names(memory, frag, text)):
             return frag
     return None
 
 
-def _names(subject: str, text: str) -> bool:
-    """Whether `text` holds a word of `subject`'s phrase (stems compared): the names after
-    it say what the first fact concerned, not what the heading is about."""
-    return held_terms(keyword_terms(phrase_of(subject)), text) > 0
+def _names(memory: Memory, heading: Fragment, text: str) -> bool:
+    """Whether `text` holds a telling word of `heading`'s subject phrase (stems compared):
+    the names after the phrase say what the first fact concerned, not what the heading is
+    about, and a word of the phrase tells nothing when any note may say it: the project's
+    own name ("Atlas (API)" took 64 of 120 notes, every one that said "atlas"), or a word
+    most of the heading's siblings hold (COMMON_AMONG or more of them)."""
+    return held_terms(_telling_terms(memory, heading), text) > 0
+
+
+def _telling_terms(memory: Memory, heading: Fragment) -> list[str]:
+    """The terms of `heading`'s subject phrase that _names counts (see there)."""
+    dull = {stem(word) for word in project_names(memory.project)}
+    terms = [t for t in keyword_terms(phrase_of(heading.summary)) if stem(t) not in dull]
+    if not terms or not heading.parent_id:
+        return terms
+    siblings = _sibling_texts(memory, heading.parent_id, heading.depth)
+    if len(siblings) < COMMON_AMONG:
+        return terms
+    held = [_words(f"{summary} {content}")[1] for summary, content in siblings]
+    return [t for t in terms if 2 * sum(stem(t) in words for words in held) <= len(held)]
+
+
+def _sibling_texts(memory: Memory, parent_id: str | None, depth: int
+                   ) -> list[tuple[str, str]]:
+    """(summary, content) of the live fragments under `parent_id` at `depth` (the topics for
+    depth 0 without a parent): two columns where the store offers it, else whole rows."""
+    store = memory.reader
+    texts = getattr(store, "sibling_texts", None)
+    if texts is not None:  # the two columns only: reading whole rows was most of a store
+        return list(texts(parent_id, depth))
+    siblings = (store.child_ids(parent_id) if parent_id
+                else store.topic_ids() if depth == 0 else [])
+    return [(f.summary, f.content) for f in store.get_many(siblings).values()]
 
 
 def _topic_name(memory: Memory) -> tuple[str, str, str]:
@@ -154,6 +191,27 @@ def _topic_name(memory: Memory) -> tuple[str, str, str]:
         return (_clip(f"Project {name}"), f"Knowledge about the project in {memory.project}.",
                 "project")
     return (*LOOSE, "loose")
+
+
+def _home_topic(memory: Memory, source: str) -> tuple[Fragment, tuple[Fragment, ...]]:
+    """The topic of _topic_name, found or made (and then answered as made). A topic of that
+    name from another project (two repositories called "api", or a "Loose knowledge" an
+    extraction made in a project) is not it: the name followed by the project's key is
+    tried next, so the two never share a topic."""
+    name, about, how = _topic_name(memory)
+    mine = project_of(memory.project)
+    names = (name, _clip(f"{name} ({mine or 'no project'})"))
+    for candidate in names:
+        existing = memory.reader.find_by_summary(candidate, depth=0)
+        if existing:
+            topic = memory.get(existing)
+            if project_of(topic.project) == mine or candidate == names[-1]:
+                return topic, ()
+        else:
+            topic = memory.store(about, candidate, depth=0, source=source,
+                                 metadata={PLACED_NAME: how})
+            return topic, (topic,)
+    raise AssertionError("unreachable: the last name is always answered")
 
 
 def _clip(text: str) -> str:
@@ -174,15 +232,9 @@ def _place(memory: Memory, summary: str, content: str, depth: int, source: str
         return anchor, ()
     created: list[Fragment] = []
     if anchor is None:
-        name, about, how = _topic_name(memory)
-        existing = memory.reader.find_by_summary(name, depth=0)
-        if existing:
-            anchor = memory.get(existing)
-        else:
-            anchor = memory.store(about, name, depth=0, source=source,
-                                  metadata={PLACED_NAME: how})
-            created.append(anchor)
-    subject = _clip(subject_name(summary))
+        anchor, made = _home_topic(memory, source)
+        created.extend(made)
+    subject = _clip(subject_name(summary, project_names(memory.project)))
     while anchor.depth < depth - 1:
         # A heading of that subject already there is its home, close in vector or not.
         existing = memory.reader.find_by_summary(subject, anchor.depth + 1, anchor.id)

@@ -143,3 +143,19 @@ def test_a_lexeme_of_many_rows_is_folded_into_one_and_keeps_its_count(hub_space,
     assert rows() == 1 and _counts_agree(hub_space)
     hub_space.insert(NewFragment(content="kafka again", summary="Kafka", depth=1), 1.0)
     assert hub_space.phrase_counts(["kafka"]) == {"kafka": 7} and _counts_agree(hub_space)
+
+
+def test_a_term_held_by_more_rows_than_the_cached_count_still_searches(hub_space, monkeypatch):
+    # The row count is cached for ROWS_TTL while term counts are read fresh: in a space that
+    # grew within the minute a term is held by more rows than "all the rows", and the
+    # search's ln((N - d + 0.5) / (d + 0.5)) was given a negative number and failed.
+    monkeypatch.setattr(term_counts, "COUNTS_TTL", 0.0)
+    now = time.time()
+    first = hub_space.insert(NewFragment(content="the gateway retries", summary="Gateway",
+                                         depth=0), now)
+    assert _found(hub_space, '"gateway"') == [first]  # caches N = 1
+    later = [hub_space.insert(NewFragment(content=f"gateway note {i}", summary=f"Note {i}",
+                                          depth=0), now) for i in range(3)]
+    assert sorted(_found(hub_space, '"gateway"')) == sorted([first, *later])
+    rows, stats = hub_space.term_statistics(["gateway"])
+    assert rows == 1 and stats["gateway"][1] == 4  # the stale count the search must survive

@@ -42,6 +42,12 @@ from lore_plugin.recall.heading_names import MAX_WORDS, subject_name
     ("The key [REDACTED:aws-access-key] was rotated on Monday.", "Key"),
     ("Notes [PRIVATE] on the offsite with Sarah Chen.", "Notes (Sarah Chen)"),
     ("[REDACTED:password]", "Notes"),
+    # A possessive is no plural: the phrase goes on to its noun.
+    ("User's shell is fish.", "User's shell"),
+    ("Sam\u2019s editor is Neovim.", "Sam\u2019s editor (Neovim)"),
+    # A date before a colon dates the note; its subject comes after.
+    ("2026-09-14: DB upgraded from Postgres 13 to 16", "DB (Postgres)"),
+    ("2026-10-01: fixed N+1 on the invoice list", "N+1"),
 ])
 def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
     assert subject_name(summary) == subject
@@ -54,3 +60,14 @@ def test_the_subject_is_read_from_the_summarys_shape(summary, subject):
 def test_any_summary_gets_a_short_non_empty_name(summary):
     name = subject_name(summary)
     assert name.strip() and len(name.split()) <= MAX_WORDS and len(name) <= 300
+
+
+@pytest.mark.parametrize("summary, subject", [
+    # The project's name is a name, whatever its ending: not a plural that closes the phrase.
+    ("Atlas local dev: make dev, API on port 8040", "Atlas local dev (API)"),
+    ("Atlas tests need ATLAS_INTEGRATION=1", "Atlas tests (ATLAS_INTEGRATION=1)"),
+    # Words that are not the project's keep their reading.
+    ("Trials last 14 days with full features.", "Trials"),
+])
+def test_the_projects_name_is_read_as_a_name(summary, subject):
+    assert subject_name(summary, frozenset({"atlas"})) == subject

@@ -1,0 +1,47 @@
+"""Cues: the few short phrases someone might later ask for a note by, written beside it by
+whoever stores it (the extraction model, or the agent calling store_memory). A note says
+"To run atlas locally use `make dev` ..."; it is asked for as "how do I get the backend
+running on my machine?". The note's words and MiniLM rate that question far from it; a cue
+"start backend on my machine" holds its words.
+
+Cues are searched, never shown: the keyword index and the per-prompt hook's keyword
+coverage read them as the note's words (bench/README.md "Cues beside each note": measured
+on two sets whose questions their writers never saw), while the text recalled and
+injected stays the note's own. They are kept as one string, a phrase a line, so that the
+stores index them like any text column.
+
+This module only normalises what a writer gave: the store redacts it like the note's text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+MAX_CUES = 8  # phrases kept per note: more is a paragraph, not a handful of ways to ask
+CUE_CHARS = 80  # characters kept per phrase
+CUES_CHARS = MAX_CUES * (CUE_CHARS + 1)  # the longest normalised string
+
+
+def clean_cues(given: Iterable[object] | str | None) -> str:
+    """The cues as stored: each phrase on one line, whitespace collapsed, at most CUE_CHARS
+    characters, blanks and repeats (ignoring case) dropped, at most MAX_CUES of them. A
+    string is taken as phrases one per line; anything else that is not text is dropped."""
+    if given is None:
+        return ""
+    items = given.splitlines() if isinstance(given, str) else given
+    kept: list[str] = []
+    seen: set[str] = set()
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        phrase = " ".join(item.split())[:CUE_CHARS].strip()
+        if phrase and phrase.lower() not in seen:
+            seen.add(phrase.lower())
+            kept.append(phrase)
+        if len(kept) == MAX_CUES:
+            break
+    return "\n".join(kept)
+
+
+def cue_list(stored: str | None) -> list[str]:
+    """The phrases of a stored cues string."""
+    return [line for line in (stored or "").splitlines() if line]
