@@ -16,7 +16,7 @@ class Backup(Vectors, WrittenDates):
     EXPORT_COLUMNS = ("id", "content", "summary", "depth", "embedding", "created_at",
                       "last_accessed", "access_count", "source_session", "superseded_by",
                       "metadata", "importance", "relevance_score", "decay_rate",
-                      "last_reinforced", "project", "source", "basis", "confirmed_at")
+                      "last_reinforced", "project", "source", "basis", "confirmed_at", "cues")
 
     def export_fragments(self) -> Iterator[dict[str, Any]]:
         cols = ", ".join(self.EXPORT_COLUMNS)
@@ -53,10 +53,10 @@ class Backup(Vectors, WrittenDates):
         from ..safety.redact import redact
 
         cols = self.EXPORT_COLUMNS
-        text = ("summary", "content")  # imported text is redacted like every other write,
+        text = ("summary", "content", "cues")  # imported text is redacted like every write,
         rows = [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and  # and
                       isinstance(f.get(c), str) else f.get(c) for c in cols)  # before the lock
-                for f in map(_provenance, fragments)]
+                for f in map(_provenance, map(_with_cues, fragments))]
         with self.write():
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO fragments ({', '.join(cols)}) VALUES "
@@ -80,6 +80,14 @@ class Backup(Vectors, WrittenDates):
                 "EXISTS (SELECT 1 FROM fragments WHERE id = ?)",
                 [(r["id"], r["target"], r["id"]) for r in redirects])
             self.bump_vector_epoch()
+
+
+def _with_cues(row: dict[str, Any]) -> dict[str, Any]:
+    """Cues in clean_cues's form; none for a row exported before they existed."""
+    from ..core.cues import clean_cues
+
+    cues = row.get("cues")
+    return {**row, "cues": clean_cues(cues) if isinstance(cues, str) else ""}
 
 
 def _provenance(row: dict[str, Any]) -> dict[str, Any]:
