@@ -122,3 +122,13 @@ def test_a_kill_before_placement_loses_no_acknowledged_stores_cues(point, tmp_pa
         assert row_cues(db, fid) == wanted[summary]
     for _, fid, _, _, request in left:  # answered or not, what the journal held is placed
         assert row_cues(db, fid) == wanted[request["summary"]]
+
+
+def test_a_store_waiting_for_placement_is_matched_by_its_cues():
+    from lore_plugin.service import pending
+
+    rows = [(1, "ab" * 16, None, 0.0, {"summary": "Deploy day", "cues": "release cadence",
+                                       "content": "Deploys are on Thursdays."})]
+    found = pending.matching(rows, "what is our release cadence")
+    assert [p.id for p in found] == ["ab" * 16]
+    assert "cadence" not in found[0].content + found[0].summary  # matched, never shown
