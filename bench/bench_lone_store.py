@@ -2,9 +2,9 @@
 writer idle at each, in-process as the service runs it. For each store: submit → journal
 commit answered (`accepted`), → placed and committed (`placed`); and the writer's own
 steps summed (GroupWriter.timings). `--root` runs another checkout's code (a base without the
-journal: `placed` only).
+journal: `placed` only). `--cues` gives each store five cues (issue 30; this checkout only).
 
-    python bench/bench_lone_store.py [--stores 40] [--root /tmp/base-journalfinish]
+    python bench/bench_lone_store.py [--stores 40] [--root /tmp/base-journalfinish] [--cues]
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from bench_store_rate import PROJECT, SUBJECTS, fact, model_cache
@@ -24,6 +25,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--stores", type=int, default=40)
     parser.add_argument("--root", type=Path)
+    parser.add_argument("--cues", action="store_true", help="five cues a store")
     args = parser.parse_args()
     if args.root:
         sys.path.insert(0, str(args.root))
@@ -44,6 +46,8 @@ def main() -> None:
     accepted_ms, placed_ms = [], []
     for i in range(args.stores):
         request = StoreRequest(*fact(i % len(SUBJECTS), 500 + i), project=PROJECT)
+        if args.cues:
+            request = replace(request, cues="\n".join(f"cue {k} of store {i}" for k in range(5)))
         began = time.perf_counter()
         if hasattr(writer, "accept"):
             accepted = writer.accept(request).result()
@@ -55,7 +59,7 @@ def main() -> None:
         placed_ms.append((time.perf_counter() - began) * 1000)
     memory.close()
     print(json.dumps({
-        "root": str(args.root or "."), "stores": args.stores,
+        "root": str(args.root or "."), "stores": args.stores, "cues": args.cues,
         "accepted_p50_ms": round(statistics.median(accepted_ms), 2) if accepted_ms else None,
         "placed_p50_ms": round(statistics.median(placed_ms), 2),
         "placed_p90_ms": round(sorted(placed_ms)[int(len(placed_ms) * 0.9)], 2),

@@ -49,6 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import answer_shown  # noqa: E402
+import blind_cues  # noqa: E402
 import prompt_cases as pc  # noqa: E402
 import recall_tool  # noqa: E402
 from bench_recall import (  # noqa: E402
@@ -503,7 +504,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--not-first", action="store_true",
                         help="print every related prompt whose answer is not the first "
                         "candidate: what is first instead, and where the answer stands")
+    parser.add_argument("--cues", type=Path, default=None,
+                        help="give the notes these cues (bench/data/blind_cues.json), stored "
+                             "beside them as extraction or store_memory would")
     args = parser.parse_args(argv)
+    if args.cues:
+        print(f"cues for {blind_cues.use(args.cues)} notes from {args.cues}")
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     if only - set(DATASETS):
         parser.error(f"unknown set(s) {', '.join(sorted(only - set(DATASETS)))}")

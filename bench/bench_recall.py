@@ -48,6 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import blind_cues  # noqa: E402
 import newuser  # noqa: E402
 import numpy as np  # noqa: E402
 import paraphrase  # noqa: E402
@@ -260,10 +261,11 @@ def build_database(corpus: Corpus, folder: Path, embedder: CachedEmbedder) -> tu
     texts = [embedding_text(n.summary, n.content,
                             by_key[n.parent].summary if n.parent and not PROVISIONAL else None)
              for n in corpus.nodes]
+    cues = [blind_cues.of(corpus.name, n.key) for n in corpus.nodes]  # --cues
     finger = hashlib.sha256(json.dumps(
         [LAYOUT_VERSION, SCHEMA_VERSION, MODEL_NAME, corpus.now,
          [(n.key, n.depth, n.summary, n.content, n.created_at, n.parent) for n in corpus.nodes],
-         texts]).encode()).hexdigest()[:16]
+         texts] + ([cues] if any(cues) else [])).encode()).hexdigest()[:16]
     db_path = folder / f"{corpus.name}-{finger}.db"
     ids = {hashlib.sha256(f"{corpus.name}/{n.key}".encode()).hexdigest()[:32]: n.key
            for n in corpus.nodes}
@@ -278,10 +280,10 @@ def build_database(corpus: Corpus, folder: Path, embedder: CachedEmbedder) -> tu
     store = Store(tmp)
     fid = {key: fid for fid, key in ids.items()}
     with store.write():
-        for node, vector in zip(corpus.nodes, vectors):
+        for node, vector, cue in zip(corpus.nodes, vectors, cues):
             new = NewFragment(content=node.content, summary=node.summary, depth=node.depth,
                               importance=0.5, created_at=node.created_at, id=fid[node.key],
-                              metadata={"key": node.key})
+                              metadata={"key": node.key}, cues=cue)
             store.insert(new, corpus.now, to_blob(vector), fid[node.parent] if node.parent else None)
         # Like ingestion: siblings are chained by temporal edges in the order they happened.
         siblings: dict[str, list[Node]] = {}
@@ -464,12 +466,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--paraphrase", type=Path, default=paraphrase.DEFAULT_PARAPHRASE)
     parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
+    parser.add_argument("--cues", type=Path, default=None,
+                        help="give the notes these cues (bench/data/blind_cues.json), stored "
+                             "beside them as extraction or store_memory would")
     parser.add_argument("--provisional", action="store_true",
                         help="embed every fragment without its parent's summary: the vector a "
                              "placed store_memory fact holds until its recontext (the worst case)")
     args = parser.parse_args(argv)
     global PROVISIONAL
     PROVISIONAL = args.provisional
+    if args.cues:
+        print(f"cues for {blind_cues.use(args.cues)} notes from {args.cues}")
     model = LocalEmbedder(CACHE / "models")
     if not model.available:
         sys.exit(f"the embedding model is unavailable: {model.failure}")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC
 from pathlib import Path
 
+import blind_cues
 from bench_recall import CachedEmbedder, Corpus, Question
 
 from lore_plugin.core.types import Fragment
@@ -132,8 +133,9 @@ def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder,
             day[0] = note.created_at
             if projects is not None:
                 memory.project = projects.get(note.key, project)
-            ids.setdefault(store_knowledge(memory, note.content, note.summary).fragment.id,
-                           note.key)
+            ids.setdefault(store_knowledge(memory, note.content, note.summary,
+                                           cues=blind_cues.of(corpus.name, note.key)
+                                           ).fragment.id, note.key)
     finally:
         memory.close()
     return ids

@@ -64,6 +64,16 @@ def _json_array(value: Any) -> Any:
     return value
 
 
+def _phrases(value: Any) -> Any:
+    # Cues only help find a fact: whatever shape they come in, they never cost it. A JSON
+    # text of an array is read, a lone phrase kept, anything not text dropped
+    # (core/cues.clean_cues bounds and normalises them where they are stored).
+    value = _json_array(value)
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
 def _lower(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
@@ -115,6 +125,7 @@ class Fact(_Model):
     basis: Basis = "inferred"
     scope: Scope = None
     details: Annotated[list[Detail], BeforeValidator(_null_to_empty)] = []
+    cues: Annotated[list[str], BeforeValidator(_phrases)] = []  # searched, never shown
 
 
 class Concept(_Model):
@@ -194,6 +205,8 @@ _DETAIL = _node({"summary": _string(), "content": _CONTENT, "importance": _IMPOR
 _FACT = _node(
     {"summary": _string("one self-contained statement"), "content": _CONTENT,
      "importance": _IMPORTANCE, "basis": _BASIS, "scope": _SCOPE,
+     "cues": {"type": "array", "items": {"type": "string"},
+              "description": "3-6 short phrases someone might ask for it by, in other words"},
      "details": {"type": "array", "items": _DETAIL}},
     ["summary", "importance", "basis", "scope"],
 )

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..core import relevance as rel
 from ..core.config import Settings
+from ..core.cues import clean_cues
 from ..core.errors import AnswerTruncated, BudgetExceeded, LLMError, LLMTransient
 from ..core.faults import crash_point  # test-only, free when unset
 from ..core.types import NewFragment
@@ -263,13 +264,14 @@ class Ingestor:
 
         def plan(summary: str, content: str | None, depth: int, importance: str,
                  parent_key: int | None = None, parent_id: str | None = None,
-                 parent_summary: str | None = None, basis: str = "observed") -> int:
+                 parent_summary: str | None = None, basis: str = "observed", cues=()) -> int:
             source = "subagent" if subagent else "user" if basis == "stated" else "assistant"
             summary, content = redact(summary), redact(content or summary)  # before embedding
             new = NewFragment(content=content, summary=summary, depth=depth,
                               importance=rel.importance_value(importance),
                               source_session=session_id, project=memory.project,
-                              metadata=meta, created_at=when, source=source, basis=basis)
+                              metadata=meta, created_at=when, source=source, basis=basis,
+                              cues=clean_cues(cues))  # redacted by the store's insert
             planned.append(_Planned(len(planned), new, parent_key, parent_id, parent_summary))
             return len(planned) - 1
 
@@ -299,7 +301,7 @@ class Ingestor:
                             confirmed.append(known)
                         continue
                     fkey = plan(fact.summary, fact.content, 2, fact.importance, ckey,
-                                found or None, concept.name, basis=fact.basis)
+                                found or None, concept.name, basis=fact.basis, cues=fact.cues)
                     for detail in fact.details:
                         plan(detail.summary, detail.content, 3, detail.importance, fkey, None,
                              fact.summary, basis=detail.basis)

@@ -48,6 +48,11 @@ Write absolute dates (2026-03-14), never "today" or "last week": <session> gives
 - basis of every fact and detail: "stated" (the user said it), "observed" (seen in the \
 session: tool output, code, a result) or "inferred" (a guess, or the assistant's unchecked \
 claim).
+- cues of every fact: 3 to 6 short phrases (2 to 6 words each, lower case) that a person \
+might use later when asking for this fact WITHOUT its exact words: everyday synonyms for its \
+key terms, the general name of the tool, practice or problem, the situation in which someone \
+would need this fact, or the question it answers. Do not repeat the fact's own words; do not \
+invent details the fact does not state.
 - scope of every fact: "project" (about the session's project: its code, commands, \
 conventions, decisions), "personal" (the user's own preference or habit, "I prefer..."), \
 "other" (about another project) or "general" (true anywhere).
@@ -65,7 +70,8 @@ Example. The slice: "Tool: Bash `pytest -q` failed: ModuleNotFoundError: lore_pl
 "Tool: Bash `pip install -e .`", then pytest passes. Record topic "Lore" > concept "Running \
 the tests" > fact "Lore's tests need `pip install -e .` first; without it pytest fails with \
 ModuleNotFoundError" (medium, observed, project), and a failure (kind ModuleNotFoundError, fix \
-`pip install -e .`)."""
+`pip install -e .`); its cues could be "cannot import the package", "first time setup", "how \
+to run the suite"."""
 
 # A tag that would close (or open) one of the prompt's own blocks, in the data itself.
 _DELIMITER = re.compile(

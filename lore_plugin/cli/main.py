@@ -38,9 +38,11 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
             topic_id = memory.store(args.topic, args.topic, depth=0, source="remember").id
             print(f"new topic [{render.short_id(topic_id)}] {args.topic}")
         parent, depth = topic_id, 1
+    from ..core.cues import clean_cues
     from ..recall.storing import store_knowledge
 
-    stored = store_knowledge(memory, content, summary, parent, depth, source="remember")
+    stored = store_knowledge(memory, content, summary, parent, depth, source="remember",
+                             cues=clean_cues(args.cues))
     frag = stored.fragment
     for made in stored.created:
         print(f"new {render.depth_name(made.depth)} [{render.short_id(made.id)}] {made.summary}")
@@ -123,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--topic", help="topic name (found or created); stores a concept under it")
     p.add_argument("--parent", help="parent fragment id (8+ characters)")
     p.add_argument("--depth", type=int, default=0, help="0 topic, 1 concept, 2 fact, 3 detail")
+    p.add_argument("--cue", action="append", default=[], dest="cues",
+                   help="a phrase it may later be asked for by (repeat for more; searched, "
+                        "never shown)")
     for name in ("recall", "query"):
         p = sub.add_parser(name, help="search memory at one depth")
         p.add_argument("query", nargs="+")

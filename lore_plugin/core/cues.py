@@ -45,3 +45,9 @@ def clean_cues(given: Iterable[object] | str | None) -> str:
 def cue_list(stored: str | None) -> list[str]:
     """The phrases of a stored cues string."""
     return [line for line in (stored or "").splitlines() if line]
+
+
+def join_cues(held: str | None, more: str | None) -> str:
+    """A note's cues with another's joined on (a repeat stored in other words, a merge): the
+    held ones first, then the new, within clean_cues's bounds."""
+    return clean_cues(cue_list(held) + cue_list(more))

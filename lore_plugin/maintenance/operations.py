@@ -199,6 +199,7 @@ def export(settings: Settings, out: Path) -> dict[str, int]:
                 frag["metadata"] = _metadata(frag["metadata"])
                 # Rows kept before every write was redacted are scrubbed on their way out.
                 frag["summary"], frag["content"] = redact(frag["summary"]), redact(frag["content"])
+                frag["cues"] = redact(frag["cues"])
                 frag["project"] = redact_or_none(frag["project"])
                 fh.write(orjson.dumps({"fragment": frag}) + b"\n")
                 counts["fragments"] += 1

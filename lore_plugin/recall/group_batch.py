@@ -123,7 +123,7 @@ def write_batch(writer: GroupWriter, store: Store, batch: list[Pending]
             memory.project = request.project or writer.project
             step = partial(place_knowledge, memory, request.content, request.summary,
                            request.parent_id, request.depth, request.source,
-                           request.importance)
+                           request.importance, request.cues)
             result = alone(store, view, step)
             if isinstance(result, Placed):
                 placed[i] = result

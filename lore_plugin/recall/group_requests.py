@@ -29,6 +29,7 @@ class StoreRequest:
     project: str | None = None
     fid: str | None = None
     seq: int | None = None
+    cues: str = ""  # clean_cues's form (store_journal.checked makes it so)
 
 
 def take(source: queue.SimpleQueue, most: int) -> tuple[list[Any], bool]:

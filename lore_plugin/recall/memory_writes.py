@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core import relevance as rel
+from ..core.cues import join_cues
 from ..core.errors import InvalidInput
 from ..core.types import Fragment, NewFragment
 from ..embedding.embedder import Embedder, to_blob
@@ -65,12 +66,13 @@ class Writes(MemoryBase):
     def store(self, content: str, summary: str, parent_id: str | None = None,
               depth: int = 2, importance: float = 0.6, source_session: str | None = None,
               metadata: dict[str, Any] | None = None, source: str = "agent",
-              vector: Any | None = None, fid: str | None = None) -> Fragment:
+              vector: Any | None = None, fid: str | None = None, cues: str = "") -> Fragment:
         """Stores one fragment (under `fid` when given: an id store_memory reserved). With no
         parent, depth 0 makes a new topic; a deeper fragment is placed under the
         best-matching fragment one level up. `source` says who decided to
         keep it (types.SOURCES): the agent through store_memory, or the user ("remember"),
-        whose word counts as confirmed."""
+        whose word counts as confirmed. `cues`: clean_cues's form (core/cues.py), kept beside
+        it (a repeat of the same text joins them to the existing fragment's)."""
         content, summary = _check_text(content, "content"), _check_text(summary, "summary")
         from ..safety.redact import redact  # its 150 patterns compile on import: not for the brief
 
@@ -99,6 +101,9 @@ class Writes(MemoryBase):
         same = self.writer.find_by_summary(summary, depth, parent.id if parent else None)
         existing = self.writer.get(same) if same else None
         if existing is not None and existing.content == content:
+            if cues and join_cues(existing.cues, cues) != existing.cues:
+                self.writer.update_text(existing.id, cues=join_cues(existing.cues, cues))
+                return self.writer.get(existing.id)
             return existing  # storing the same thing twice keeps one copy
         if vector is None:  # storing.py passes the one it compared with the siblings
             vector = self.embed_one(embedding_text(summary, content,
@@ -106,7 +111,8 @@ class Writes(MemoryBase):
         new = NewFragment(content=content, summary=summary, depth=depth, importance=importance,
                           source_session=source_session, project=self.project,
                           metadata=metadata or {}, source=source,
-                          confirmed_at=self.clock() if source == "remember" else None, id=fid)
+                          confirmed_at=self.clock() if source == "remember" else None, id=fid,
+                          cues=cues)
         fid = self.writer.insert(new, self.clock(), None if vector is None else to_blob(vector),
                                  parent.id if parent else None)
         return self.writer.get(fid)

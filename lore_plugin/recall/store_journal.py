@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..core.cues import clean_cues
 from ..core.errors import InvalidInput
 from ..core.faults import crash_point
 from ..safety.redact import redact
@@ -50,18 +51,21 @@ _Waiting = tuple[StoreRequest, "Future[Accepted]", "Future[Stored]"]
 
 
 def checked(request: StoreRequest) -> StoreRequest:
-    """The request as the journal keeps it: its text checked, stripped and redacted (no
-    secret is written unredacted, even for the moment before placement), its depth in range."""
+    """The request as the journal keeps it: its text and cues checked, stripped and redacted
+    (no secret is written unredacted, even for the moment before placement), its depth in
+    range."""
     content = _check_text(request.content, "content")
     summary = _check_text(request.summary, "summary")
     _check_range(request.depth, "depth", 0, MAX_DEPTH)
-    return replace(request, content=redact(content), summary=redact(summary))
+    cues = clean_cues(redact(clean_cues(request.cues)))
+    return replace(request, content=redact(content), summary=redact(summary), cues=cues)
 
 
 def from_row(seq: int, fid: str, project: str | None, request: dict) -> StoreRequest:
     return StoreRequest(request["content"], request["summary"], request.get("parent_id"),
                         int(request["depth"]), request.get("source") or "agent",
-                        float(request.get("importance", 0.6)), project, fid=fid, seq=seq)
+                        float(request.get("importance", 0.6)), project, fid=fid, seq=seq,
+                        cues=clean_cues(request.get("cues")))  # none in a row before cues
 
 
 class Acceptor:

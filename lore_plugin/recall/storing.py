@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.cues import join_cues
 from ..core.errors import InvalidInput
 from ..core.types import Fragment
 from ..safety.redact import redact
@@ -260,6 +261,7 @@ class Placed:
     placed: bool  # the parent was chosen here, not given
     source: str
     importance: float
+    cues: str = ""  # clean_cues's form, redacted when stored (core/cues.py)
 
     @property
     def text(self) -> str:
@@ -269,7 +271,8 @@ class Placed:
 
 
 def place_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
-                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Placed:
+                    depth: int = 2, source: str = "agent", importance: float = 0.6,
+                    cues: str = "") -> Placed:
     """store_knowledge's first half: checks, redaction, and the parent (given, found, or
     made)."""
     for value, name in ((content, "content"), (summary, "summary")):
@@ -284,7 +287,7 @@ def place_knowledge(memory: Memory, content: str, summary: str, parent_id: str |
     elif isinstance(depth, int) and not isinstance(depth, bool) and depth > 0:
         parent, created = _place(memory, summary, content, depth, source)
     return Placed(content, summary, depth, parent, created, parent_id is None, source,
-                  importance)
+                  importance, cues)
 
 
 def keep_placed(memory: Memory, placed: Placed, vector: Any | None,
@@ -299,12 +302,21 @@ def keep_placed(memory: Memory, placed: Placed, vector: Any | None,
                               parent.id if parent else None, depth)
         if same is not None:
             memory.reinforce([same])
+            _add_cues(memory, same, placed.cues)  # the repeat's words find it too
             if source in ("remember", "user"):  # the user said it again: confirmed
                 memory.writer.confirm([same], memory.clock())
             return Stored(memory.get(same), duplicate=True, placed=placed.placed)
     frag = memory.store(placed.content, placed.summary, parent.id if parent else None, depth,
-                        placed.importance, source=source, vector=vector, fid=fid)
+                        placed.importance, source=source, vector=vector, fid=fid,
+                        cues=placed.cues)
     return Stored(frag, created=placed.created, placed=placed.placed and depth > 0)
+
+
+def _add_cues(memory: Memory, fid: str, cues: str) -> None:
+    if cues:
+        held = memory.writer.get(fid).cues
+        if join_cues(held, cues) != held:
+            memory.writer.update_text(fid, cues=join_cues(held, cues))
 
 
 def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
@@ -323,9 +335,12 @@ def keep_provisionally(memory: Memory, placed: Placed, provisional: Any,
 
 
 def store_knowledge(memory: Memory, content: str, summary: str, parent_id: str | None = None,
-                    depth: int = 2, source: str = "agent", importance: float = 0.6) -> Stored:
-    """Stores one fragment where it belongs, or reinforces the one it repeats."""
-    placed = place_knowledge(memory, content, summary, parent_id, depth, source, importance)
+                    depth: int = 2, source: str = "agent", importance: float = 0.6,
+                    cues: str = "") -> Stored:
+    """Stores one fragment where it belongs, or reinforces the one it repeats (joining
+    `cues`, clean_cues's form, to its own)."""
+    placed = place_knowledge(memory, content, summary, parent_id, depth, source, importance,
+                             cues)
     return keep_placed(memory, placed, memory.embed_one(placed.text))
 
 

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.cues import CUES_CHARS, clean_cues
 from ..core.relevance import MIN_DECAY, relevance
 from ..core.types import EMBED_BYTES, EMBED_DIM
 from .redact import redact
@@ -127,6 +128,21 @@ def _text(value: Any, key: str, optional: bool = False) -> str | None:
     return value
 
 
+def _cues(value: Any, problems: Problems) -> str:
+    """A row's cues (core/cues.py) in their normal form; none in an export from before them.
+    Cues that are not text, hold a NUL or are longer than a note's can be are left out, and
+    the row kept: they only help find it."""
+    if value is None:
+        return ""
+    if not isinstance(value, str) or "\x00" in value:
+        problems.dropped["cues that are not text"] += 1
+        return ""
+    if len(value) > CUES_CHARS:
+        problems.dropped[f"cues longer than {CUES_CHARS} characters"] += 1
+        return ""
+    return clean_cues(value)
+
+
 def _embedding(value: Any, problems: Problems) -> bytes | None:
     """The vector, or None when there is none or it is unusable: the fragment is kept without
     it (its text is the knowledge; `lore doctor --fix` embeds it again)."""
@@ -202,6 +218,7 @@ def check_fragment(row: Any, now: float, problems: Problems) -> dict[str, Any]:
     if metadata is not None and not isinstance(metadata, dict):
         raise BadRow("metadata is not a JSON object")
     frag["metadata"] = metadata or {}
+    frag["cues"] = _cues(row.get("cues"), problems)
     # Provenance is checked where it is written (store/backup.py): a row from Lore's own backup
     # keeps its source, anything else is labelled as imported.
     for key in ("source", "basis", "confirmed_at"):

@@ -29,6 +29,7 @@ from ..service.answers import MAX_CHARS, MAX_TOPICS
 from ..service.engine import BUSY_MESSAGE, Service, ToolFailure
 from ..service.tool_schema import (
     ContentArg,
+    CuesArg,
     DepthArg,
     DirectionArg,
     ExploreAnswer,
@@ -104,15 +105,19 @@ def build_server(service: Service, lifespan: Any = None) -> MCPServer:
 
     @server.tool(annotations=WRITE)
     def store_memory(content: ContentArg, summary: SummaryArg, parent_id: ParentArg = None,
-                     depth: StoreDepthArg = 2) -> Annotated[CallToolResult, StoreAnswer]:
+                     depth: StoreDepthArg = 2, cues: CuesArg = None,
+                     ) -> Annotated[CallToolResult, StoreAnswer]:
         """Store one piece of knowledge so later sessions can recall it. Just content and
         summary is enough: it goes under the best-fitting concept, or a topic and concept are
         made for it; the answer says where. Or give parent_id (one level up), or depth 0 for a
-        new topic. Knowledge already stored is not copied: the answer gives the existing id.
+        new topic. Give cues too: 3-6 short phrases someone might later ask for it by, in
+        other words than its own (searched, never shown). Knowledge already stored is not
+        copied: the answer gives the existing id.
         When the answer says "stored; being placed", the knowledge is durable and its id is
         final (use it as a parent_id at once; query_memory finds it), but where it goes, or
         whether it repeats known knowledge, is decided moments later."""
-        return result(lambda: answers.store_memory(service, content, summary, parent_id, depth))
+        return result(lambda: answers.store_memory(service, content, summary, parent_id, depth,
+                                                   cues=cues))
 
     @server.tool(annotations=READ)
     def list_topics() -> Annotated[CallToolResult, TopicsAnswer]:

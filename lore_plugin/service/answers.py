@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..core.cues import clean_cues
 from ..core.errors import LoreError
 from ..core.types import Fragment
 from ..recall import render
@@ -23,6 +24,7 @@ from . import pending, spaced
 from .engine import Service, ToolFailure
 from .tool_schema import (
     ContentArg,
+    CuesArg,
     DepthArg,
     DirectionArg,
     ExploreAnswer,
@@ -158,7 +160,8 @@ def traverse_memory(service: Service, fragment_id: str, direction: str,
 
 
 def store_memory(service: Service, content: str, summary: str, parent_id: str | None = None,
-                 depth: int = 2, project: str | None = None) -> Answer:
+                 depth: int = 2, project: str | None = None,
+                 cues: list[str] | None = None) -> Answer:
     # The one place a store is handed to the writer: it is accepted into the store journal
     # with the stores of every session queued meanwhile (one transaction, no model run), and
     # answered there (service/pending.py); the group writer places it after. It takes no
@@ -166,12 +169,14 @@ def store_memory(service: Service, content: str, summary: str, parent_id: str | 
     # repeats a write that went through.
     space = spaced.write_space(service, project)
     if space != spaced.LOCAL:  # routed to a hub space (issue 28): written there, not grouped
-        stored, parent = spaced.store(service, space, content, summary, parent_id, depth, project)
+        stored, parent = spaced.store(service, space, content, summary, parent_id, depth, project,
+                                      clean_cues(cues))
         return stored_answer(stored, parent)
     try:
         accepted = group_writer(service.memory).accept(StoreRequest(
             content, summary, parent_id, depth,
-            project=project if project is not None else service.memory.project)).result()
+            project=project if project is not None else service.memory.project,
+            cues=clean_cues(cues))).result()
         if not accepted.idle:  # others ahead of it: answered at the journal commit
             return pending.pending_answer(accepted)
         try:  # the writer was idle: placement follows at once, and the answer says where
@@ -231,6 +236,7 @@ class StoreArgs(BaseModel):
     summary: SummaryArg
     parent_id: ParentArg = None
     depth: StoreDepthArg = 2
+    cues: CuesArg = None
 
 
 class NoArgs(BaseModel):

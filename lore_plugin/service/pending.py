@@ -126,11 +126,13 @@ def place_waiting_stores(memory: Memory, timeout: float) -> int:
 
 
 def matching(rows: list[JournalRow], topic: str) -> list[PendingOut]:
-    """The waiting rows that share a keyword with the topic, most shared first."""
+    """The waiting rows that share a keyword with the topic (their cues' words count, as
+    once placed), most shared first."""
     terms = set(keyword_terms(topic))
     scored = []
     for seq, fid, _, _, request in rows:
-        words = set(keyword_terms(f"{request['summary']} {request['content']}"))
+        words = set(keyword_terms(
+            f"{request['summary']} {request['content']} {request.get('cues') or ''}"))
         shared = len(terms & words)
         if shared:
             scored.append((-shared, seq, PendingOut(id=fid, summary=request["summary"],

@@ -59,7 +59,7 @@ def reinforce_hub(spaces: Spaces, hits: list[SpaceHit]) -> None:
 
 
 def store(service: Service, space: str, content: str, summary: str, parent_id: str | None,
-          depth: int, project: str | None) -> tuple[Stored, Fragment | None]:
+          depth: int, project: str | None, cues: str = "") -> tuple[Stored, Fragment | None]:
     """store_memory in a hub space: (what was stored, its parent). Two calls: a busy retry of
     the first must never repeat a write that went through. The local file's stores go through
     the group-commit writer instead (answers.store_memory)."""
@@ -68,7 +68,7 @@ def store(service: Service, space: str, content: str, summary: str, parent_id: s
         target.project = m.project
         return target
 
-    stored = service.call(lambda m: store_knowledge(hub(m), content, summary, parent_id, depth),
-                          True, project)
+    stored = service.call(lambda m: store_knowledge(hub(m), content, summary, parent_id, depth,
+                                                    cues=cues), True, project)
     parent = service.call(lambda m: hub(m).parent(stored.fragment.id), project=project)
     return stored, parent

@@ -4,10 +4,12 @@ they give, and the helpers that build those answers from fragments and trees."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
+from ..core.cues import CUE_CHARS, MAX_CUES
 from ..core.types import Fragment, TreeNode
 from ..recall import render
 from ..recall.memory import MAX_DEPTH, MAX_LIMIT
@@ -153,6 +155,27 @@ ParentArg = Annotated[str | None, Field(
     description="Id (or 8+ character prefix) of the fragment one level up to store under. "
                 "Null or empty: depth 0 starts a new topic; a deeper fragment goes under the "
                 "best match.")]
+
+
+def _listed(value: object) -> object:
+    """A list given as its JSON text (some clients send arrays so) is read as the list; a
+    lone phrase as a list of one. Anything else is left for the schema to refuse."""
+    if isinstance(value, str):
+        if value.lstrip().startswith("["):
+            try:
+                return json.loads(value)
+            except ValueError:
+                return value
+        return [value]
+    return value
+
+
+_CueList = Annotated[list[Annotated[str, Field(max_length=4 * CUE_CHARS)]],
+                     Field(max_length=MAX_CUES)]
+CuesArg = Annotated[_CueList | None, BeforeValidator(_listed), Field(
+    description="3-6 short phrases someone might later use to ask for this without its words "
+                "(everyday synonyms, the general name of the tool or problem, the situation "
+                "that needs it, the question it answers). Searched, never shown.")]
 StoreDepthArg = Annotated[int, Field(
     ge=0, le=MAX_DEPTH,
     description="0 = topic, 1 = concept, 2 = fact, 3+ = detail; a parent's depth + 1.")]

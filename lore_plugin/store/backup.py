@@ -17,11 +17,15 @@ class Backup(Vectors, WrittenDates):
                       "last_accessed", "access_count", "source_session", "superseded_by",
                       "metadata", "importance", "relevance_score", "decay_rate",
                       "last_reinforced", "project", "source", "basis", "confirmed_at")
+    # A row as this store exports and imports it: with its cues (schema 10). Kept apart from
+    # EXPORT_COLUMNS, which the hub's push and pull share (hub/transfer.py), so that a hub
+    # without the column still moves rows.
+    ROW_COLUMNS = (*EXPORT_COLUMNS, "cues")
 
     def export_fragments(self) -> Iterator[dict[str, Any]]:
-        cols = ", ".join(self.EXPORT_COLUMNS)
+        cols = ", ".join(self.ROW_COLUMNS)
         for row in self.conn.execute(f"SELECT {cols} FROM fragments ORDER BY rowid"):
-            yield dict(zip(self.EXPORT_COLUMNS, row))
+            yield dict(zip(self.ROW_COLUMNS, row))
 
     def export_edges(self) -> Iterator[dict[str, Any]]:
         keys = ("id", "source", "target", "kind", "weight", "created_at")
@@ -52,11 +56,11 @@ class Backup(Vectors, WrittenDates):
         (their targets must exist: the foreign key)."""
         from ..safety.redact import redact
 
-        cols = self.EXPORT_COLUMNS
-        text = ("summary", "content")  # imported text is redacted like every other write,
+        cols = self.ROW_COLUMNS
+        text = ("summary", "content", "cues")  # imported text is redacted like every write,
         rows = [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and  # and
                       isinstance(f.get(c), str) else f.get(c) for c in cols)  # before the lock
-                for f in map(_provenance, fragments)]
+                for f in map(_provenance, map(_with_cues, fragments))]
         with self.write():
             self.conn.executemany(
                 f"INSERT OR IGNORE INTO fragments ({', '.join(cols)}) VALUES "
@@ -80,6 +84,14 @@ class Backup(Vectors, WrittenDates):
                 "EXISTS (SELECT 1 FROM fragments WHERE id = ?)",
                 [(r["id"], r["target"], r["id"]) for r in redirects])
             self.bump_vector_epoch()
+
+
+def _with_cues(row: dict[str, Any]) -> dict[str, Any]:
+    """Cues in clean_cues's form; none for a row exported before they existed."""
+    from ..core.cues import clean_cues
+
+    cues = row.get("cues")
+    return {**row, "cues": clean_cues(cues) if isinstance(cues, str) else ""}
 
 
 def _provenance(row: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from ..core.errors import AmbiguousId, InvalidInput, NotFound
 from .connection import IN_CHUNK, new_id
 from .hierarchy import Hierarchy
-from .rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
+from .rows import CUES, CUES_READ, FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
 from .vectors import Vectors
 from .written import WrittenDates
 
@@ -30,26 +30,37 @@ def _decay_rate_for(importance: float) -> float:
     return decay_rate_for(importance)
 
 
+def _redacted_cues(cues: str) -> str:
+    """Cues as kept: redacted like the text, then normalised again (a redaction may make two
+    phrases the same)."""
+    from ..core.cues import clean_cues
+    from ..safety.redact import redact
+
+    return clean_cues(redact(cues)) if cues else ""
+
+
 class Fragments(Hierarchy, Vectors, WrittenDates):
     def insert(self, new: NewFragment, now: float, embedding: bytes | None = None,
                parent_id: str | None = None) -> str:
         """Every fragment is written here, whoever made it (ingestion, store_memory, lore
-        remember, consolidation), so this is where its text is redacted."""
+        remember, consolidation), so this is where its text, cues included, is redacted."""
         from ..safety.redact import redact
 
         fid = new.id or new_id()
         created = new.created_at if new.created_at is not None else now
         summary, content = redact(new.summary), redact(new.content)
+        cues = _redacted_cues(new.cues)
         with self.write():
             self.conn.execute(
                 "INSERT INTO fragments (id, content, summary, depth, embedding, created_at, "
                 "last_accessed, access_count, source_session, metadata, importance, "
                 "relevance_score, decay_rate, last_reinforced, project, source, basis, "
-                "confirmed_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "confirmed_at, cues) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                "?, ?)",
                 (fid, content, summary, new.depth, embedding, created,
                  created, new.source_session, json.dumps(new.metadata), new.importance,
                  new.importance * 1.3, _decay_rate_for(new.importance), created, new.project,
-                 new.source, new.basis, new.confirmed_at),
+                 new.source, new.basis, new.confirmed_at, cues),
             )
             if parent_id is not None:
                 self.link(parent_id, fid, "hierarchical", 1.0, now)
@@ -58,10 +69,11 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
 
     def get(self, fid: str) -> Fragment:
         row = self.conn.execute(
-            f"SELECT {FRAGMENT_COLUMNS} FROM fragments WHERE id = ?", (fid,)).fetchone()
+            f"SELECT {FRAGMENT_COLUMNS}, NULL, {CUES_READ} FROM fragments WHERE id = ?",
+            (fid,)).fetchone()
         if row is None:
             raise NotFound(f"no fragment with id {fid}; use query_memory or list_topics to find ids")
-        return row_to_fragment(row, self.parent_id(fid))
+        return row_to_fragment(row, self.parent_id(fid), row[CUES])
 
     def get_many(self, ids: Sequence[str], with_text: bool = True,
                  with_parent: bool = True) -> dict[str, Fragment]:
@@ -69,15 +81,16 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
         metadata empty, and `with_parent=False` leaves parent_id None: ranking a query's few
         hundred candidates needs only the numbers, and skipping the text and the parent
         lookup more than halves the cost (recall/memory.py fetches the text of the winners and the
-        parents it climbs through)."""
+        parents it climbs through). The text includes the cues."""
         columns = FRAGMENT_COLUMNS if with_text else FRAGMENT_NUMBERS
+        cues = CUES_READ if with_text else "''"
         if not with_parent:
-            return {row[0]: row_to_fragment(row) for row in self._rows_in(
-                f"SELECT {columns} FROM fragments WHERE id IN (%s)", ids)}
+            return {row[0]: row_to_fragment(row, None, row[CUES]) for row in self._rows_in(
+                f"SELECT {columns}, NULL, {cues} FROM fragments WHERE id IN (%s)", ids)}
         rows = self._rows_in(
             f"SELECT {columns}, (SELECT source FROM edges WHERE target = f.id AND "
-            "kind = 'hierarchical' LIMIT 1) FROM fragments f WHERE id IN (%s)", ids)
-        return {row[0]: row_to_fragment(row, row[PARENT]) for row in rows}
+            f"kind = 'hierarchical' LIMIT 1), {cues} FROM fragments f WHERE id IN (%s)", ids)
+        return {row[0]: row_to_fragment(row, row[PARENT], row[CUES]) for row in rows}
 
     def resolve_id(self, given: str) -> str:
         """Accepts a full id or a unique prefix of 8+ characters."""
@@ -167,12 +180,16 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
                  for i, (s, r) in states.items()])
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
-                    embedding: bytes | None = None) -> None:
+                    embedding: bytes | None = None, cues: str | None = None) -> None:
+        """`cues` replaces the fragment's cues (clean_cues's form, redacted here)."""
         from ..safety.redact import redact
 
         summary = None if summary is None else redact(summary)
         content = None if content is None else redact(content)
         with self.write():
+            if cues is not None:
+                self.conn.execute("UPDATE fragments SET cues = ? WHERE id = ?",
+                                  (_redacted_cues(cues), fid))
             if summary is not None:
                 self.conn.execute("UPDATE fragments SET summary = ? WHERE id = ?", (summary, fid))
             if content is not None:

@@ -34,8 +34,9 @@ CREATE TABLE IF NOT EXISTS store_journal (
     request TEXT NOT NULL
 );
 """
-# The request's fields, as json: content, summary, parent_id, depth, source, importance.
-FIELDS = ("content", "summary", "parent_id", "depth", "source", "importance")
+# The request's fields, as json: content, summary, parent_id, depth, source, importance, and
+# cues (core/cues.py; a row written before them has none, read as no cues).
+FIELDS = ("content", "summary", "parent_id", "depth", "source", "importance", "cues")
 JournalRow = tuple[int, str, "str | None", float, dict[str, Any]]  # seq, fid, project, at, request
 
 

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 class Keywords(Connection):
     def keyword_search(self, match: str, limit: int) -> list[tuple[Fragment, float]]:
         """(fragment without text or parent, bm25) best first, for an FTS5 MATCH expression
-        built by the caller.
+        built by the caller. A match in the cues (core/cues.py) counts as one in the
+        content: they are the note's words for searching, never shown.
 
         It answers in one row of JSON. apsw gives up the GIL for every row it steps, and a
         thread that wants it back waits out the switch interval while another runs Python:
@@ -28,7 +29,7 @@ class Keywords(Connection):
             # when a common term matches thousands of rows.
             found = self._one(
                 f"SELECT json_group_array(json_array({FRAGMENT_JSON}, x.r)) FROM "
-                "(SELECT rowid, bm25(fragments_fts, 2.0, 1.0) AS r FROM fragments_fts "
+                "(SELECT rowid, bm25(fragments_fts, 2.0, 1.0, 1.0) AS r FROM fragments_fts "
                 "WHERE fragments_fts MATCH ? ORDER BY r LIMIT ?) AS x "
                 "JOIN fragments f ON f.rowid = x.rowid", (match, limit))
         except apsw.SQLError:

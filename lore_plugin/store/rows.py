@@ -29,7 +29,16 @@ FRAGMENT_JSON = ", ".join(c if c in ("''", "NULL") else f"f.{c}"
                           for c in FRAGMENT_NUMBERS.split(", "))
 
 
-def row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragment:
+# Cues (core/cues.py) are read apart from these columns: only a read of one note's whole
+# text wants them (a repeat adds to them, a merge joins them, export), never the search path's
+# JSON, and a backend reading FRAGMENT_COLUMNS need not hold the column. The store appends
+# `CUES_READ` after the parent id where it reads them.
+CUES_READ = "cues"
+CUES = PARENT + 1  # their index in such a row
+
+
+def row_to_fragment(row: Sequence[Any], parent_id: str | None = None,
+                    cues: str | None = None) -> Fragment:
     from ..core.types import Fragment
     meta = json.loads(row[14]) if row[14] and row[14] != "{}" else {}
     return Fragment(
@@ -37,5 +46,5 @@ def row_to_fragment(row: Sequence[Any], parent_id: str | None = None) -> Fragmen
         last_accessed=row[5], access_count=row[6], importance=row[7], decay_rate=row[8],
         last_reinforced=row[9], relevance_score=row[10], source_session=row[11],
         superseded_by=row[12], project=row[13], metadata=meta, parent_id=parent_id,
-        source=row[15], basis=row[16], confirmed_at=row[17],
+        source=row[15], basis=row[16], confirmed_at=row[17], cues=cues or "",
     )

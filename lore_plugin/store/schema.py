@@ -198,6 +198,36 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX idx_fragment_redirects_target ON fragment_redirects(target);
     """,
+    # 10 (issue 30): cues, the phrases a fragment may be asked for by (core/cues.py), one a
+    # line: searched as its words (a third column of the keyword index, weighted as its
+    # content), never shown. The index is made anew with the column, and filled again.
+    """
+    ALTER TABLE fragments ADD COLUMN cues TEXT NOT NULL DEFAULT '';
+    DROP TRIGGER fragments_fts_insert;
+    DROP TRIGGER fragments_fts_delete;
+    DROP TRIGGER fragments_fts_update;
+    DROP TABLE fragments_fts;
+    CREATE VIRTUAL TABLE fragments_fts USING fts5(
+        summary, content, cues, content='fragments', content_rowid='rowid',
+        tokenize='porter unicode61'
+    );
+    CREATE TRIGGER fragments_fts_insert AFTER INSERT ON fragments BEGIN
+        INSERT INTO fragments_fts(rowid, summary, content, cues)
+        VALUES (new.rowid, new.summary, new.content, new.cues);
+    END;
+    CREATE TRIGGER fragments_fts_delete AFTER DELETE ON fragments BEGIN
+        INSERT INTO fragments_fts(fragments_fts, rowid, summary, content, cues)
+        VALUES ('delete', old.rowid, old.summary, old.content, old.cues);
+    END;
+    CREATE TRIGGER fragments_fts_update AFTER UPDATE OF summary, content, cues ON fragments
+    BEGIN
+        INSERT INTO fragments_fts(fragments_fts, rowid, summary, content, cues)
+        VALUES ('delete', old.rowid, old.summary, old.content, old.cues);
+        INSERT INTO fragments_fts(rowid, summary, content, cues)
+        VALUES (new.rowid, new.summary, new.content, new.cues);
+    END;
+    INSERT INTO fragments_fts(fragments_fts) VALUES ('rebuild');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -44,11 +44,13 @@ class Terms(Connection):
                       for term, toks in tokens.items() if toks}
 
     def fragment_tokens(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
-        """The distinct tokens of each fragment's summary and content, read as one JSON row
-        (see keyword_search for why one row)."""
+        """The distinct tokens of each fragment's summary, content and cues (the words it
+        may be asked for by: the per-prompt hook's keyword coverage counts them as its own),
+        read as one JSON row (see keyword_search for why one row)."""
         found: dict[str, frozenset[str]] = {}
         for (blob,) in self._rows_in(
-                "SELECT json_group_object(id, summary || ' ' || content) FROM fragments "
+                "SELECT json_group_object(id, summary || ' ' || content || ' ' || cues) "
+                "FROM fragments "
                 "WHERE id IN (%s)", ids):
             for fid, text in json.loads(blob or "{}").items():
                 found[fid] = frozenset(self._tokenize(text))

@@ -356,3 +356,32 @@ def test_the_prompt_lists_the_existing_topics_closest_to_the_conversation(
     assert facts(settings) == ["billing rule 0 uses value 0", "billing rule 1 uses value 7"]
     store = Store(settings.db_path)
     assert len(store.execute("SELECT id FROM fragments WHERE depth = 0")) == 41  # reused
+
+
+def test_extractions_cues_reach_the_stored_fact_cleaned_and_redacted(tmp_path, settings,
+                                                                     ingestor, model, api):
+    """Whatever shape the model sends cues in (a list, its JSON text, junk among them), they
+    are kept beside the fact, normalised and redacted, and find it."""
+    model.cues = True
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    writer.exchange(3)
+    assert ingestor.ingest(writer.path).failed is None
+    store = Store(settings.db_path)
+    try:
+        cues = dict(store.execute("SELECT summary, cues FROM fragments WHERE depth = 2"))
+        assert cues["billing rule 0 uses value 0"] == (
+            "billing setting number 0\nhow billing behaves for case 0")
+        assert cues["billing rule 2 uses value 14"] == (
+            "billing setting number 2\nhow billing behaves for case 2")  # junk dropped
+        one = cues["billing rule 1 uses value 7"].splitlines()
+        assert one[:2] == ["billing setting number 1", "how billing behaves for case 1"]
+        assert "L0REfake" not in one[2] and "REDACTED" in one[2]
+        found = [f.summary for f, _ in store.keyword_search('"behaves"', 10)]
+        assert len(found) == 3
+    finally:
+        store.close()
+    sent = api.messages[0]  # the model was asked for cues, in the schema and the prompt
+    fact_schema = (sent["tools"][0]["input_schema"]["properties"]["topics"]["items"]
+                   ["properties"]["concepts"]["items"]["properties"]["facts"]["items"])
+    assert fact_schema["properties"]["cues"]["type"] == "array"
+    assert "cues of every fact: 3 to 6 short phrases" in json.dumps(sent["system"])

@@ -141,6 +141,20 @@ def run_cli(*args: str, env: dict) -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+def test_lore_remember_keeps_the_cues_it_is_given(isolated_home):
+    out = run_cli("remember", "--topic", "Infra", "--cue", "how long events stay",
+                  "--cue", "topic cleanup window", "We run Kafka 3.7 with seven day retention.",
+                  env=python_env())
+    assert out.returncode == 0, out.stderr
+    store = Store(isolated_home / "memory.db", readonly=True)
+    try:
+        (cues,) = store.execute("SELECT cues FROM fragments WHERE depth = 1")[0]
+        assert cues == "how long events stay\ntopic cleanup window"
+        assert len(store.keyword_search('"cleanup"', 5)) == 1
+    finally:
+        store.close()
+
+
 def test_the_cli_remembers_recalls_explores_and_explains_errors(tmp_path, isolated_home):
     env = python_env()
     out = run_cli("remember", "--topic", "Infra", "We run Kafka 3.7 with seven day retention.", env=env)

@@ -144,7 +144,8 @@ async def test_the_server_lists_exactly_the_five_tools_with_their_parameters(lor
     assert required("traverse_memory") == {"fragment_id", "direction"}
     assert traverse["direction"]["enum"] == ["children", "parent", "associations"]
     stored = props("store_memory")
-    assert set(stored) == {"content", "summary", "parent_id", "depth"}
+    assert set(stored) == {"content", "summary", "parent_id", "depth", "cues"}
+    assert stored["cues"]["anyOf"][0]["maxItems"] == 8 and stored["cues"]["default"] is None
     assert required("store_memory") == {"content", "summary"}
     assert stored["parent_id"]["default"] is None and stored["depth"]["default"] == 2
     assert props("list_topics") == {}
