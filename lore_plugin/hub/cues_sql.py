@@ -47,7 +47,8 @@ CREATE TRIGGER fragments_words_added AFTER INSERT ON fragments
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION lore_words_added();
 DROP TRIGGER fragments_words_changed ON fragments;
 DROP FUNCTION lore_words_changed();
-{_function("lore_words_changed", f'''    UPDATE public.{TABLE} SET tsv = public.lore_words(NEW.summary, NEW.content, NEW.cues)
+{_function("lore_words_changed", f'''    UPDATE public.{TABLE}
+        SET tsv = public.lore_words(NEW.summary, NEW.content, NEW.cues)
         WHERE space = NEW.space AND id = NEW.id
         AND tsv IS DISTINCT FROM public.lore_words(NEW.summary, NEW.content, NEW.cues);''')}
 CREATE TRIGGER fragments_words_changed AFTER UPDATE OF summary, content, cues ON fragments

@@ -18,7 +18,7 @@ from lore_plugin.hub import HubStore, bootstrap, init_hub, term_counts
 from lore_plugin.hub.schema import MIGRATIONS, SCHEMA_VERSION, VERSION_TABLE
 from lore_plugin.hub.words_sql import TABLE
 from tests.hub.team_roles import make_team
-from tests.hub.test_hub_keywords import _counts_agree, _found, _words
+from tests.hub.test_hub_keywords import _counts_agree, _found
 
 SECRET = "ghp_" + "A1b2C3d4E5" * 4
 CUES = "start backend on my machine\nlocal development server"
