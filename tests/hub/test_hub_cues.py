@@ -51,6 +51,11 @@ def test_a_note_is_found_by_a_cue_word_its_text_does_not_hold(hub_space):
     assert hub_space.get(fid).cues == "deploy to staging" and _found(hub_space, '"staging"') == [fid]
     assert _counts_agree(hub_space)
     assert hub_space.get_many([fid])[fid].cues == "deploy to staging"
+    hub_space._atomic(lambda: hub_space._run(  # any writer's statement, cues alone
+        "UPDATE fragments SET cues = 'rollback plan' WHERE space = %s AND id = %s",
+        (hub_space.space, fid)))
+    assert _found(hub_space, '"staging"') == [] and _found(hub_space, '"rollback"') == [fid]
+    assert _counts_agree(hub_space)
     assert hub_space.get_many([fid], with_text=False)[fid].summary == ""
 
 
@@ -158,6 +163,8 @@ def test_lore_hub_init_migrates_a_hub_keeping_every_row_and_keyword_match(hub_ur
                  f"the {WORDS[n % 8]} note {n} about {WORDS[(n * 5) % 8]}",
                  f"{WORDS[(n * 3) % 8].title()} {n}"))
     before = _snapshot(url)
+    with psycopg.connect(url, autocommit=True) as conn:  # words a hand made stale: repaired
+        conn.execute(f"UPDATE {TABLE} SET tsv = 'stale' WHERE id = %s", (f"{2:032x}",))
     assert init_hub(url) == 1
     assert _snapshot(url) == before  # every row, its words, the counts, the matches
     store = HubStore(url, "personal")
