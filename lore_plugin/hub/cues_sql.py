@@ -47,10 +47,9 @@ CREATE TRIGGER fragments_words_added AFTER INSERT ON fragments
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION lore_words_added();
 DROP TRIGGER fragments_words_changed ON fragments;
 DROP FUNCTION lore_words_changed();
-{_function("lore_words_changed", f'''    UPDATE public.{TABLE}
-        SET tsv = public.lore_words(NEW.summary, NEW.content, NEW.cues)
-        WHERE space = NEW.space AND id = NEW.id
-        AND tsv IS DISTINCT FROM public.lore_words(NEW.summary, NEW.content, NEW.cues);''')}
+{_function("lore_words_changed", f'''    UPDATE public.{TABLE} w SET tsv = n.tsv
+        FROM (SELECT public.lore_words(NEW.summary, NEW.content, NEW.cues) AS tsv) n
+        WHERE w.space = NEW.space AND w.id = NEW.id AND w.tsv IS DISTINCT FROM n.tsv;''')}
 CREATE TRIGGER fragments_words_changed AFTER UPDATE OF summary, content, cues ON fragments
     FOR EACH ROW EXECUTE FUNCTION lore_words_changed();
 ALTER TABLE fragments DROP COLUMN tsv;
