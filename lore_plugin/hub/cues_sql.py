@@ -13,7 +13,9 @@ expression, or a dropped and re-added stored column, rewrites every row and rebu
 index, the HNSW index among them, under a lock that stops every member of every space) and
 needs PostgreSQL 17 for the in-place form, where Lore supports 13. Adding a column with a
 constant default and dropping one change the catalog only. Its bytes leave each row as
-the row is next rewritten; new rows are about 300 bytes smaller.
+the row is next rewritten, and new rows are written without it (only `fragment_words`
+holds a fragment's tsvector now). Measured: 0.89 s at 10K fragments, 6 s at 100K, against
+5.4 s and 6 minutes for the rewrite (bench/README.md, "Cues on the hub").
 
 Existing rows have no cues, so their words are unchanged; the migration still recomputes
 every fragment's words and rewrites those that differ (none, unless a hand changed them),
