@@ -10,9 +10,11 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     tree         edges and the topic tree
     vectors      pgvector columns, HNSW search, the space's embedding model
     dates        the days a fragment's text names
-    fragments    insert (redacted), get, resolve, update, supersede, delete
+    fragments    insert (redacted, cues too), get, resolve, update, supersede, delete
     term_counts  how many fragments hold each query term (idf), kept a minute
     words_sql    the keyword search's narrow table and each lexeme's count, kept by triggers
+    cues_sql     cues beside each fragment (migration 7), searched as its words: lore_words
+    rows         a whole fragment as the hub reads it (with its cues); cues as it keeps them
     keywords     tsvector search on FTS5's scale over the rarest terms' matches
     state        the memory state in its narrow table (migration 5): the join readers use,
                  writes, usefulness

@@ -17,9 +17,10 @@ from ..core.relevance import decay_rate_for
 from ..core.types import Fragment, NewFragment
 from ..safety.redact import redact
 from ..store.connection import new_id
-from ..store.rows import FRAGMENT_COLUMNS, FRAGMENT_NUMBERS, PARENT, row_to_fragment
+from ..store.rows import FRAGMENT_NUMBERS, row_to_fragment
 from .dates import Dates
 from .errors import HubAccessDenied
+from .rows import COLUMNS, NUMBERS_WIDTH, WIDTH, stored_cues, to_fragment
 from .state import STATE_JOIN, MemoryStates, joined
 from .tree import Tree
 from .vectors import Vectors
@@ -34,7 +35,7 @@ class Fragments(Tree, Vectors, Dates, MemoryStates):
                parent_id: str | None = None) -> str:
         fid = new.id or new_id()  # chosen before the first attempt: a retry reuses it
         created = new.created_at if new.created_at is not None else now
-        summary, content = redact(new.summary), redact(new.content)
+        summary, content, cues = redact(new.summary), redact(new.content), stored_cues(new.cues)
         vector = None if embedding is None else self._vector_param(embedding)
 
         def work() -> None:
@@ -44,12 +45,12 @@ class Fragments(Tree, Vectors, Dates, MemoryStates):
                 "INSERT INTO fragments (space, id, content, summary, depth, embedding, "
                 "created_at, last_accessed, access_count, source_session, metadata, importance, "
                 "relevance_score, decay_rate, last_reinforced, project, source, basis, "
-                "confirmed_at) VALUES (%s, %s, %s, %s, %s, %s::vector, %s, %s, 0, %s, %s, %s, "
-                "%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (space, id) DO NOTHING",
+                "confirmed_at, cues) VALUES (%s, %s, %s, %s, %s, %s::vector, %s, %s, 0, %s, %s, "
+                "%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (space, id) DO NOTHING",
                 (self.space, fid, content, summary, new.depth, vector, created, created,
                  new.source_session, json.dumps(new.metadata), new.importance,
                  new.importance * 1.3, decay_rate_for(new.importance), created, new.project,
-                 new.source, new.basis, new.confirmed_at))
+                 new.source, new.basis, new.confirmed_at, cues))
             if added and parent_id is not None:
                 self.link(parent_id, fid, "hierarchical", 1.0, now)
             if added:
@@ -58,22 +59,23 @@ class Fragments(Tree, Vectors, Dates, MemoryStates):
         return fid
 
     def get(self, fid: str) -> Fragment:
-        rows = self._all(f"SELECT {joined(FRAGMENT_COLUMNS)}, {_PARENT_OF} FROM fragments f "
+        rows = self._all(f"SELECT {joined(COLUMNS)}, {_PARENT_OF} FROM fragments f "
                          f"{STATE_JOIN} WHERE f.space = %s AND f.id = %s", (self.space, fid))
         if not rows:
             raise NotFound(f"no fragment with id {fid} in space '{self.space}'; use "
                            "query_memory or list_topics to find ids")
-        return row_to_fragment(rows[0], rows[0][PARENT])
+        return to_fragment(rows[0], rows[0][WIDTH])
 
     def get_many(self, ids: Sequence[str], with_text: bool = True,
                  with_parent: bool = True) -> dict[str, Fragment]:
         if not ids:
             return {}
-        columns = FRAGMENT_COLUMNS if with_text else FRAGMENT_NUMBERS
+        columns, at, make = ((COLUMNS, WIDTH, to_fragment) if with_text
+                             else (FRAGMENT_NUMBERS, NUMBERS_WIDTH, row_to_fragment))
         parent = f", {_PARENT_OF}" if with_parent else ""
         rows = self._all(f"SELECT {joined(columns)}{parent} FROM fragments f {STATE_JOIN} "
                          "WHERE f.space = %s AND f.id = ANY(%s)", (self.space, list(ids)))
-        return {r[0]: row_to_fragment(r, r[PARENT] if with_parent else None) for r in rows}
+        return {r[0]: make(r, r[at] if with_parent else None) for r in rows}
 
     def has_fragment(self, fid: str) -> bool:
         return self._one("SELECT 1 FROM fragments WHERE space = %s AND id = %s",
@@ -133,15 +135,18 @@ class Fragments(Tree, Vectors, Dates, MemoryStates):
         return {k: int(v or 0) for k, v in zip(keys, row)}
 
     def update_text(self, fid: str, summary: str | None = None, content: str | None = None,
-                    embedding: bytes | None = None) -> None:
+                    embedding: bytes | None = None, cues: str | None = None) -> None:
+        """Sets the text given (None keeps it): summary, content, cues (one a line), each
+        redacted; the words the keyword search holds follow (words_sql.py, cues_sql.py)."""
         summary = None if summary is None else redact(summary)
         content = None if content is None else redact(content)
+        cues = None if cues is None else stored_cues(cues)
         vector = None if embedding is None else self._vector_param(embedding)
 
         def work() -> None:
             self._run("UPDATE fragments SET summary = coalesce(%s, summary), content = "
-                      "coalesce(%s, content) WHERE space = %s AND id = %s",
-                      (summary, content, self.space, fid))
+                      "coalesce(%s, content), cues = coalesce(%s, cues) WHERE space = %s AND "
+                      "id = %s", (summary, content, cues, self.space, fid))
             if summary is not None or content is not None:
                 self._redate_written([fid])
             if vector is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .access_sql import MIGRATION as TEAM_ACCESS
 from .correct_sql import MIGRATION as TEAM_CORRECT
+from .cues_sql import MIGRATION as CUES
 from .forget_sql import MIGRATION as TEAM_FORGET
 from .state_sql import MIGRATION as MEMORY_STATE
 from .words_sql import MIGRATION as KEYWORD_TABLE
@@ -50,6 +51,7 @@ MIGRATIONS: list[str] = [
         basis text,
         confirmed_at double precision,
         -- Keyword search: the summary weighs as FTS5's bm25(2.0, 1.0) weighs it over content.
+        -- (Dropped by migration 7: fragment_words' triggers compute the words, cues_sql.py.)
         tsv tsvector GENERATED ALWAYS AS (
             setweight(to_tsvector('english'::regconfig, summary), 'A') ||
             setweight(to_tsvector('english'::regconfig, content), 'B')) STORED,
@@ -168,6 +170,8 @@ MIGRATIONS: list[str] = [
     MEMORY_STATE,
     # 6: the keyword search's narrow table and each lexeme's document count, kept by triggers
     KEYWORD_TABLE,
+    # 7: cues beside each fragment, searched as its words (the tsv column gives way to them)
+    CUES,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

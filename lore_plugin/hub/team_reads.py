@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..store.rows import FRAGMENT_COLUMNS, row_to_fragment
 from .connection import HubConnection
+from .rows import COLUMNS, WIDTH, to_fragment
 from .state import STATE_JOIN, joined, state_of
 
 _SCAN = 500  # as store/hierarchy.py: the most important rows only, never the whole space
@@ -21,7 +21,7 @@ class TeamReads(HubConnection):
         no project, most important first, each with (times recalled, times used), counted
         in fragment_state (state.py's record_recall_use)."""
         rows = self._all(
-            f"SELECT {joined(FRAGMENT_COLUMNS)}, coalesce(s.returned, 0), coalesce(s.used, 0) "
+            f"SELECT {joined(COLUMNS)}, coalesce(s.returned, 0), coalesce(s.used, 0) "
             f"FROM fragments f {STATE_JOIN} WHERE f.space = %(s)s "
             "AND f.superseded_by IS NULL AND (f.project = %(p)s OR f.project IS NULL) "
             "AND (f.depth >= 2 OR (f.depth = 1 AND NOT EXISTS (SELECT 1 FROM edges e "
@@ -29,7 +29,7 @@ class TeamReads(HubConnection):
             "AND e.source = f.id AND e.kind = 'hierarchical' AND c.superseded_by IS NULL))) "
             f"ORDER BY f.importance DESC, {state_of('relevance_score')} DESC LIMIT %(k)s",
             {"s": self.space, "p": project, "k": min(limit, scan)})
-        return [(row_to_fragment(r[:18]), int(r[18]), int(r[19])) for r in rows]
+        return [(to_fragment(r), int(r[WIDTH]), int(r[WIDTH + 1])) for r in rows]
 
     def authors(self, ids: Sequence[str]) -> dict[str, str]:
         """The role that wrote each fragment (absent: no such fragment in the space)."""
@@ -58,8 +58,8 @@ class TeamReads(HubConnection):
         """This role's own live facts (and details) in the space, the newest first: what the
         viewer offers to take back out of it (`lore unshare`)."""
         rows = self._all(
-            f"SELECT {joined(FRAGMENT_COLUMNS)} FROM fragments f {STATE_JOIN} WHERE "
+            f"SELECT {joined(COLUMNS)} FROM fragments f {STATE_JOIN} WHERE "
             "f.space = %s AND f.author = current_user "
             "AND f.superseded_by IS NULL AND f.depth >= %s ORDER BY f.seq DESC LIMIT %s",
             (self.space, min_depth, limit))
-        return [row_to_fragment(r) for r in rows]
+        return [to_fragment(r) for r in rows]

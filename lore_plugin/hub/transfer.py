@@ -10,14 +10,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..safety.redact import redact
-from ..store.backup import Backup
 from . import vector_index
 from .copy_rows import check_vector, copy_binary
 from .fragments import Fragments
+from .rows import EXPORT_COLUMNS, stored_cues
 from .state import STATE_JOIN, joined
 from .vectors import vector_blob
 
-COLUMNS = Backup.EXPORT_COLUMNS  # the same row shape both ways
+COLUMNS = EXPORT_COLUMNS  # the same row shape both ways, cues included
 BATCH = 1000  # rows a transaction: a dropped connection costs one batch's retry
 EDGE_KEYS = "id, source, target, kind, weight, created_at"
 _VECTOR, _SUMMARY, _CONTENT, _CREATED = (COLUMNS.index(c) for c in
@@ -125,6 +125,8 @@ def _fragment_row(f: dict[str, Any]) -> tuple[Any, ...]:
         v = f.get(c)
         if c in ("summary", "content"):
             v = redact(v or "")
+        elif c == "cues":  # a row without them (an older export) has none
+            v = stored_cues(v)
         elif c == "metadata" and not isinstance(v, str):
             v = json.dumps(v or {})
         elif c == "embedding":

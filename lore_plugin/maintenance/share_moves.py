@@ -80,7 +80,7 @@ def share(settings: Settings, local: Store, given: str, space: str | None, cwd: 
     fid = local.resolve_id(given)
     moving = [fid, *(d for d, _ in local.descendant_ids(fid, include_superseded=True))]
     frags = local.get_many(moving)
-    touched = [f for f in frags.values() if redaction_touched(f.summary, f.content)]
+    touched = [f for f in frags.values() if redaction_touched(f.summary, f.content, f.cues)]
     if touched:
         raise InvalidInput(f"“{clip(touched[0].summary, 60)}” holds text redaction replaced; "
                            "it stays local")
