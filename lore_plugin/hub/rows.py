@@ -1,9 +1,9 @@
 """A whole fragment as the hub reads it: store/rows.py's columns with the fragment's cues
 (migration 7), and the row as a `Fragment` with them.
 
-The local store's column list gains cues on its own branch of issue 30; until then (and
-should it keep them out of that list) the hub adds the column itself, so either way every
-full read of a hub fragment carries its cues and nothing is read twice."""
+The local store keeps cues out of its search path's column list (store/rows.py: the hot
+path reads no text), so the hub adds the column to its own full reads: every full read of a
+hub fragment carries its cues and nothing is read twice."""
 
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ COLUMNS = FRAGMENT_COLUMNS if "cues" in _names(FRAGMENT_COLUMNS) else FRAGMENT_C
 WIDTH = len(_names(COLUMNS))  # where what a query adds after the columns starts (a parent id)
 NUMBERS_WIDTH = len(_names(FRAGMENT_NUMBERS))
 _CUES = _names(COLUMNS).index("cues")
-# A row of push and pull (store/backup.py's export), with the cues too.
-EXPORT_COLUMNS: tuple[str, ...] = (Backup.EXPORT_COLUMNS if "cues" in Backup.EXPORT_COLUMNS
-                                   else (*Backup.EXPORT_COLUMNS, "cues"))
+EXPORT_COLUMNS = Backup.EXPORT_COLUMNS  # a row of push and pull, cues included
 
 
 def stored_cues(given: object) -> str:

@@ -13,19 +13,17 @@ if TYPE_CHECKING:
 
 
 class Backup(Vectors, WrittenDates):
+    # A row as this store exports and imports it, and as the hub's push and pull move it
+    # (hub/transfer.py): the hub keeps cues too (its migration 7).
     EXPORT_COLUMNS = ("id", "content", "summary", "depth", "embedding", "created_at",
                       "last_accessed", "access_count", "source_session", "superseded_by",
                       "metadata", "importance", "relevance_score", "decay_rate",
-                      "last_reinforced", "project", "source", "basis", "confirmed_at")
-    # A row as this store exports and imports it: with its cues (schema 10). Kept apart from
-    # EXPORT_COLUMNS, which the hub's push and pull share (hub/transfer.py), so that a hub
-    # without the column still moves rows.
-    ROW_COLUMNS = (*EXPORT_COLUMNS, "cues")
+                      "last_reinforced", "project", "source", "basis", "confirmed_at", "cues")
 
     def export_fragments(self) -> Iterator[dict[str, Any]]:
-        cols = ", ".join(self.ROW_COLUMNS)
+        cols = ", ".join(self.EXPORT_COLUMNS)
         for row in self.conn.execute(f"SELECT {cols} FROM fragments ORDER BY rowid"):
-            yield dict(zip(self.ROW_COLUMNS, row))
+            yield dict(zip(self.EXPORT_COLUMNS, row))
 
     def export_edges(self) -> Iterator[dict[str, Any]]:
         keys = ("id", "source", "target", "kind", "weight", "created_at")
@@ -56,7 +54,7 @@ class Backup(Vectors, WrittenDates):
         (their targets must exist: the foreign key)."""
         from ..safety.redact import redact
 
-        cols = self.ROW_COLUMNS
+        cols = self.EXPORT_COLUMNS
         text = ("summary", "content", "cues")  # imported text is redacted like every write,
         rows = [tuple(None if c == "superseded_by" else redact(f[c]) if c in text and  # and
                       isinstance(f.get(c), str) else f.get(c) for c in cols)  # before the lock

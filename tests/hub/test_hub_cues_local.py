@@ -1,8 +1,5 @@
 """Cues between the local file and a hub (issue 30): `lore hub push` and `pull`, `lore share`
-and `unshare` carry them both ways, and a note whose cues redaction touched stays local.
-
-The local store keeps cues from the branch that adds its column (cueslocal); until that is
-merged these tests are skipped, by name of what they wait for."""
+and `unshare` carry them both ways, and a note whose cues redaction touched stays local."""
 
 from __future__ import annotations
 
@@ -14,11 +11,7 @@ from lore_plugin.core.types import NewFragment
 from lore_plugin.maintenance import hub_sync
 from lore_plugin.maintenance.share_moves import share, unshare
 from lore_plugin.store import Store
-from lore_plugin.store.backup import Backup
 from tests.hub.test_hub_keywords import _found
-
-pytestmark = pytest.mark.skipif("cues" not in Backup.EXPORT_COLUMNS,
-                                reason="needs the local store's cues column (branch cueslocal)")
 
 CUES = "start backend on my machine\nlocal development server"
 SECRET = "ghp_" + "A1b2C3d4E5" * 4
