@@ -31,11 +31,6 @@ from tests.conftest import PYTHON, Clock, python_env
 DAY = rel.DAY
 
 
-@pytest.fixture()
-def settings(db_path: Path, tmp_path: Path) -> Settings:
-    return Settings(db_path=db_path, home=tmp_path / "home")
-
-
 def cycle(memory: Memory, settings: Settings, llm=None, dry_run: bool = False) -> dict:
     if not dry_run:
         return consolidate(settings, memory.writer, memory.clock, llm, memory.embedder)

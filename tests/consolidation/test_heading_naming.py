@@ -5,7 +5,6 @@ leaves the machine matters, as a fake Anthropic API on 127.0.0.1."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import orjson
@@ -19,7 +18,6 @@ from lore_plugin.consolidation.heading_naming import (
     due_headings,
 )
 from lore_plugin.consolidation.schedule import describe
-from lore_plugin.core.config import Settings
 from lore_plugin.embedding.embedder import from_blob
 from lore_plugin.llm.budget import BudgetGuard, GuardedLLM
 from lore_plugin.llm.client import AnthropicLLM, FakeLLM
@@ -27,7 +25,7 @@ from lore_plugin.maintenance.curation import Curator
 from lore_plugin.recall.heading_names import PLACED_NAME
 from lore_plugin.recall.memory import Memory, embedding_text
 from lore_plugin.recall.storing import store_knowledge
-from lore_plugin.store import Store
+from tests.consolidation.test_consolidate import cycle
 from tests.fake_anthropic import FakeAnthropic, tool_reply
 from tests.secrets_corpus import VALUES_BY_NAME
 
@@ -39,19 +37,6 @@ EMPTY = {"report_contradictions": {"contradictions": []},
          "record_topic_descriptions": {"descriptions": []}}
 
 
-@pytest.fixture()
-def settings(db_path: Path, tmp_path: Path) -> Settings:
-    return Settings(db_path=db_path, home=tmp_path / "home")
-
-
-def cycle(memory: Memory, settings: Settings, llm=None, dry_run: bool = False) -> dict:
-    if not dry_run:
-        return consolidate(settings, memory.writer, memory.clock, llm, memory.embedder)
-    store = Store(settings.db_path, readonly=True)
-    try:
-        return consolidate(settings, store, memory.clock, llm, memory.embedder, dry_run=True)
-    finally:
-        store.close()
 
 
 def placed_heading(memory: Memory, facts: list[str]) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import textwrap
 
 import pytest
 
@@ -18,7 +17,7 @@ from lore_plugin.recall.store_journal import from_row
 from lore_plugin.store import Store
 from tests.conftest import PYTHON, python_env
 from tests.recall.test_group_commit import FACT, database_held, numbered, until
-from tests.recall.test_store_journal import journal_rows, raw_bytes, writer_for
+from tests.recall.test_store_journal import CHILD, journal_rows, raw_bytes, writer_for
 
 SECRET = "AKIA" + "L0REFAKE7Q9Z2B4W"
 
@@ -71,37 +70,11 @@ def test_a_repeat_joins_its_cues_to_the_note_it_repeats(memory):
     assert row_cues(memory.db_path, first.fragment.id) == "deploy slot\nwhen can we ship billing"
 
 
-CHILD = textwrap.dedent("""
-    import json, os, sys, threading
-    from pathlib import Path
-    from lore_plugin.embedding.embedder import LocalEmbedder
-    from lore_plugin.recall.group_commit import GroupWriter, StoreRequest
-    from lore_plugin.store import Store
-
-    db = Path(sys.argv[1])
-    writer = GroupWriter(lambda: Store(db),
-                         LocalEmbedder(Path(os.environ["LORE_TEST_MODEL_CACHE"])),
-                         project="/work/project-a", max_batch=4)
-    out = threading.Lock()
-
-    def one(content, summary, cues):
-        accepted = writer.accept(StoreRequest(content, summary, cues=cues)).result()
-        with out:  # acknowledged: the caller was told it is stored
-            print(json.dumps([summary, accepted.fid]), flush=True)
-
-    threads = [threading.Thread(target=one, args=r) for r in json.loads(sys.argv[2])]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    writer.close()
-""")
-
-
 @pytest.mark.parametrize("point", ["group-before-commit", "journal-after-commit"])
 def test_a_kill_before_placement_loses_no_acknowledged_stores_cues(point, tmp_path, embedder):
     db = tmp_path / "memory.db"
-    requests = [(*numbered(i), cues_of(i)) for i in range(8)]
+    requests = [{"content": numbered(i)[0], "summary": numbered(i)[1], "cues": cues_of(i)}
+                for i in range(8)]
     done = subprocess.run([PYTHON, "-c", CHILD, str(db), json.dumps(requests)],
                           env=python_env(LORE_CRASH_AT=point), capture_output=True, text=True,
                           timeout=300)

@@ -122,10 +122,10 @@ CHILD = textwrap.dedent("""
                          project="/work/project-a", max_batch=4)
     out = threading.Lock()
 
-    def one(args):
-        accepted = writer.accept(StoreRequest(*args)).result()
+    def one(fields):  # StoreRequest's fields by name (test_cues_journal adds cues)
+        accepted = writer.accept(StoreRequest(**fields)).result()
         with out:  # acknowledged: the caller was told it is stored
-            print(json.dumps([args[1], accepted.fid]), flush=True)
+            print(json.dumps([fields["summary"], accepted.fid]), flush=True)
 
     threads = [threading.Thread(target=one, args=(r,)) for r in json.loads(sys.argv[2])]
     for t in threads:
@@ -145,7 +145,7 @@ def test_a_kill_after_the_journal_commit_loses_no_acknowledged_store_and_doubles
     writer places the journal first, each row exactly once; callers that retry copy
     nothing."""
     db = tmp_path / "memory.db"
-    requests = [numbered(i) for i in range(12)]
+    requests = [dict(zip(("content", "summary"), numbered(i))) for i in range(12)]
     done = subprocess.run([PYTHON, "-c", CHILD, str(db), json.dumps(requests)],
                           env=python_env(LORE_CRASH_AT=point), capture_output=True, text=True,
                           timeout=300)
@@ -170,11 +170,11 @@ def test_a_kill_after_the_journal_commit_loses_no_acknowledged_store_and_doubles
         assert sum(kept.values()) == len({r[4]["summary"] for r in left} | {s for s, _ in
                                                                              acked})
         # Every caller retries, heard back or not: repeats, not copies.
-        again = [writer.submit(*r) for r in requests]
+        again = [writer.submit(r["content"], r["summary"]) for r in requests]
     finally:
         memory.close()
     assert all(s.duplicate for s in again if s.fragment.summary in kept)
-    assert facts(db) == Counter(summary for _, summary in requests)
+    assert facts(db) == Counter(r["summary"] for r in requests)
 
 
 def test_every_journal_crash_point_in_the_code_is_exercised_here():
