@@ -16,6 +16,14 @@ MAX_LISTED_TOPICS = 400
 MAX_KNOWN_CHARS = 6_000  # the digest of known facts, whoever builds it
 HIGH_PER_CALL = 3  # the quota of "high" facts the prompt asks for
 
+# What a cue is (core/cues.py), said once: extraction asks for it, and consolidation asks
+# for the cues of notes stored without any (consolidation/cue_writing.py).
+CUE_RULE = ("3 to 6 short phrases (2 to 6 words each, lower case) that a person might use "
+            "later when asking for this fact WITHOUT its exact words: everyday synonyms for its "
+            "key terms, the general name of the tool, practice or problem, the situation in "
+            "which someone would need this fact, or the question it answers. Do not repeat the "
+            "fact's own words; do not invent details the fact does not state.")
+
 SYSTEM_PROMPT = f"""\
 You are the long-term memory of a developer's coding agent. Read the session slice in <data> \
 and record, by calling record_knowledge once, what the agent will need in a later session.
@@ -48,11 +56,7 @@ Write absolute dates (2026-03-14), never "today" or "last week": <session> gives
 - basis of every fact and detail: "stated" (the user said it), "observed" (seen in the \
 session: tool output, code, a result) or "inferred" (a guess, or the assistant's unchecked \
 claim).
-- cues of every fact: 3 to 6 short phrases (2 to 6 words each, lower case) that a person \
-might use later when asking for this fact WITHOUT its exact words: everyday synonyms for its \
-key terms, the general name of the tool, practice or problem, the situation in which someone \
-would need this fact, or the question it answers. Do not repeat the fact's own words; do not \
-invent details the fact does not state.
+- cues of every fact: {CUE_RULE}
 - scope of every fact: "project" (about the session's project: its code, commands, \
 conventions, decisions), "personal" (the user's own preference or habit, "I prefer..."), \
 "other" (about another project) or "general" (true anywhere).

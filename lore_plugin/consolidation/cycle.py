@@ -6,7 +6,8 @@
   similarity_threshold the pair gets an associative link (weight = similarity)
 2 associative links between the concepts of linked topics (above concept_link_threshold)
 3 placed headings named from what they hold, topics that gained children re-described (LLM)
-4 contradictions between siblings: the older is superseded by the newer (LLM)
+4 contradictions between siblings: the older is superseded by the newer; then notes stored
+  without cues given some (LLM; llm_round.py runs 3 and 4)
 5 associative edges decay by edge_decay and are pruned below edge_prune_below; hierarchical,
   temporal and supersedes edges are never touched, and links re-asserted in phases 1-2 this
   cycle keep their full weight
@@ -25,7 +26,6 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..core import relevance as rel
@@ -41,7 +41,6 @@ if TYPE_CHECKING:  # numpy, pydantic and the LLM phases load on first use: is_ov
 
     from ..embedding.embedder import Embedder
     from ..llm.client import LLM
-    from .llm_phases import PhaseOutcome
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], float]
@@ -279,17 +278,6 @@ def phase_concept_links(run: Run, topic_links: list[tuple[str, str, float]],
                      for a, b, w in new][:LISTED])
 
 
-# -- phases 3 and 4 ---------------------------------------------------------------------------
-def _llm_phase(run: Run, name: str, outcome: PhaseOutcome, started: float, count_key: str,
-               llm_missing: str | None) -> None:
-    run.phase(name, started, **outcome.as_dict())  # a stop, if any, is in there
-    run.report[count_key] = outcome.done
-    if run.dry_run:
-        run.report["skipped"][name] = f"dry run: the LLM is not called; {outcome.due} due"
-    elif llm_missing is not None:
-        run.report["skipped"][name] = f"{llm_missing}; {outcome.due} due"
-
-
 # -- phase 5 ----------------------------------------------------------------------------------
 def phase_decay(run: Run) -> None:
     started = time.perf_counter()
@@ -380,17 +368,9 @@ def consolidate(settings: Settings, store: Store, clock: Clock, llm: LLM | None 
         t = time.perf_counter()
         run.phase("reembed", t, fragments=reembed(store, embedder, run.moved))
     phase_concept_links(run, links, victims)
-    from .heading_naming import name_headings
-    from .llm_phases import resolve_contradictions, resummarise
+    from .llm_round import run_llm_phases
 
-    activity = store.child_activity()
-    for name, key, phase in (  # headings named first: the topics' new text then names them
-            ("heading_names", "renamed", partial(name_headings, embedder=embedder)),
-            ("resummarise", "resummarised", partial(resummarise, embedder=embedder)),
-            ("contradictions", "contradictions", resolve_contradictions)):
-        t = time.perf_counter()
-        _llm_phase(run, name, phase(store, activity, llm, now=run.now, dry_run=dry_run), t, key,
-                   llm_missing)
+    run_llm_phases(run, llm, embedder, llm_missing)  # phases 3 and 4
     phase_decay(run)
     phase_forget(run, table)
     phase_patterns(run)

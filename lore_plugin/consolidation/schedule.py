@@ -116,7 +116,8 @@ def _refresh_vector_snapshot(settings: Settings) -> None:
 COUNTS = (("relevance_updated", "relevance"), ("topics_merged", "merged"),
           ("topic_links", "topic links"), ("concept_links", "concept links"),
           ("renamed", "headings renamed"), ("resummarised", "re-summarised"),
-          ("contradictions", "superseded"), ("edges_pruned", "edges pruned"),
+          ("contradictions", "superseded"), ("cued", "given cues"),
+          ("edges_pruned", "edges pruned"),
           ("forgotten", "forgotten"), ("patterns", "recurring failures"))
 
 
@@ -155,8 +156,9 @@ def describe(report: dict[str, Any]) -> list[str]:
     for key, title, noun, done in (
             ("heading_names", "heading names", "headings due", "renamed"),
             ("resummarise", "re-summarise", "topics due", "re-summarised"),
-            ("contradictions", "contradictions", "sibling groups due", "superseded")):
-        if key not in p:  # reports recorded before heading names have none
+            ("contradictions", "contradictions", "sibling groups due", "superseded"),
+            ("cues", "cues", "notes due", "given cues")):
+        if key not in p:  # reports recorded before heading names (or cues) have none
             continue
         e = p[key]
         if key in skipped:

@@ -19,6 +19,10 @@ from collections.abc import Iterable
 MAX_CUES = 8  # phrases kept per note: more is a paragraph, not a handful of ways to ask
 CUE_CHARS = 80  # characters kept per phrase
 CUES_CHARS = MAX_CUES * (CUE_CHARS + 1)  # the longest normalised string
+# Metadata key: when consolidation asked the model for a note's cues and got none
+# (consolidation/cue_writing.py), so that the note is not asked again every cycle. The stores'
+# due reads match it as text ('"cues_asked_at"' in the metadata JSON).
+CUES_ASKED_AT = "cues_asked_at"
 
 
 def clean_cues(given: Iterable[object] | str | None) -> str:

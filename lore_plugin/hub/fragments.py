@@ -121,6 +121,16 @@ class Fragments(Tree, Vectors, Dates, MemoryStates):
             params.append(parent_id)
         return self._one(sql + " ORDER BY f.seq LIMIT 1", params)
 
+    def without_cues(self, limit: int) -> list[str]:
+        """Up to `limit` live facts and details without cues, not asked for them yet
+        (core/cues.CUES_ASKED_AT), the newest stored first: store/fragments.py's read."""
+        from ..core.cues import CUES_ASKED_AT
+
+        return [r[0] for r in self._all(
+            "SELECT id FROM fragments WHERE space = %s AND cues = '' AND depth >= 2 AND "
+            "superseded_by IS NULL AND metadata NOT LIKE %s ORDER BY seq DESC LIMIT %s",
+            (self.space, f'%"{CUES_ASKED_AT}"%', limit))]
+
     def count_fragments(self, include_superseded: bool = True) -> int:
         hide = "" if include_superseded else " AND superseded_by IS NULL"
         return int(self._one(f"SELECT count(*) FROM fragments WHERE space = %s{hide}",

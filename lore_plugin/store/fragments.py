@@ -159,6 +159,17 @@ class Fragments(Hierarchy, Vectors, WrittenDates):
             params.append(parent_id)
         return self._one(sql + " LIMIT 1", params)
 
+    def without_cues(self, limit: int) -> list[str]:
+        """Up to `limit` live facts and details (depth 2 and below) that have no cues and
+        were not asked for them yet (core/cues.CUES_ASKED_AT), the newest stored first.
+        Walked down the rowid, so a read stops at `limit` rather than scan every row."""
+        from ..core.cues import CUES_ASKED_AT
+
+        return [row[0] for row in self.conn.execute(
+            "SELECT id FROM fragments WHERE cues = '' AND depth >= 2 AND superseded_by IS NULL "
+            "AND metadata NOT LIKE ? ORDER BY rowid DESC LIMIT ?",
+            (f'%"{CUES_ASKED_AT}"%', limit))]
+
     def count_fragments(self, include_superseded: bool = True) -> int:
         hide = "" if include_superseded else " WHERE superseded_by IS NULL"
         return int(self._one(f"SELECT count(*) FROM fragments{hide}"))

@@ -338,17 +338,18 @@ def test_a_contradiction_between_siblings_supersedes_the_older_fact(memory, sett
     clock.advance(days=30)
     new = memory.store("The API gateway moved to port 9090", "gateway on 9090", gateway, 2).id
     memory.store("Redis keeps 2 GB of cache", "Redis keeps 2 GB", cache, 2)
-    llm = FakeLLM([contradiction_judge])
+    llm = FakeLLM([contradiction_judge], default={"notes": []})  # then no cues for the facts
     report = cycle(memory, settings, llm)
     assert report["contradictions"] == 1
     assert memory.writer.get(old).superseded_by == new
     assert memory.writer.get(new).superseded_by is None
-    assert len(llm.calls) == 1  # both groups in one prompt
-    prompt = llm.calls[0]["prompt"]
+    judged = [c for c in llm.calls if c["tool"]["name"] == "report_contradictions"]
+    assert len(judged) == 1  # both groups in one prompt
+    prompt = judged[0]["prompt"]
     assert "API gateway" in prompt and "Cache" in prompt
     assert not re.search(r"[0-9a-f]{32}", prompt)  # short local ids, never uuids
     assert cycle(memory, settings, llm)["contradictions"] == 0
-    assert len(llm.calls) == 1  # nothing changed, nothing asked
+    assert len(llm.calls) == 2  # nothing changed, nothing asked (the cues were asked once)
 
 
 def describe_topics(*, system, prompt, tool, max_tokens):

@@ -34,7 +34,8 @@ MYPY = ["mypy runs in strict mode on every pull request",
 STAGING = ["The staging database mirrors production every night",
            "Staging mirrors are refreshed from the nightly backup"]
 EMPTY = {"report_contradictions": {"contradictions": []},
-         "record_topic_descriptions": {"descriptions": []}}
+         "record_topic_descriptions": {"descriptions": []},
+         "record_cues": {"notes": []}}
 
 
 
