@@ -33,7 +33,7 @@ from ..recall.prompt_candidates import paths
 from ..recall.render import clip
 from ..safety.redact import redact
 from ..store import Store
-from .llm_phases import DATA_CLAUSE, MAX_CALLS, Activity, PhaseOutcome, ask, batches, due_only
+from .llm_phases import DATA_CLAUSE, MAX_CALLS, Activity, PhaseOutcome, ask, batches, due_only, per_item_tool
 
 log = logging.getLogger(__name__)
 NOTES_PER_CALL = 20
@@ -48,20 +48,9 @@ CUES_SYSTEM = (
     + CUE_RULE + " The heading path and summary say what the note is about; the content gives "
     "its specifics. Call record_cues once, with one entry per note id (n1, n2, ...); give an "
     "empty list for a note no one would ask for. " + DATA_CLAUSE)
-CUES_TOOL: dict[str, Any] = {
-    "name": "record_cues",
-    "description": "The cues of each note, keyed by its local id.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"notes": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "local id, e.g. n1"},
-                           "cues": {"type": "array", "items": {"type": "string"},
-                                    "description": "3 to 6 short phrases"}},
-            "required": ["id", "cues"]}}},
-        "required": ["notes"],
-    },
-}
+CUES_TOOL = per_item_tool(
+    "record_cues", "The cues of each note, keyed by its local id.", "notes", "cues",
+    {"type": "array", "items": {"type": "string"}, "description": "3 to 6 short phrases"}, "n1")
 
 
 class _NoteCues(BaseModel):

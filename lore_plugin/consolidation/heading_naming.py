@@ -49,6 +49,7 @@ from .llm_phases import (
     due_only,
     families,
     meta_of,
+    per_item_tool,
     since,
 )
 
@@ -74,19 +75,9 @@ NAMING_SYSTEM = (
     "trailing period, no quotes and no markup. When the current name already fits, give it "
     "unchanged. Call record_heading_names once, with one entry per heading id (h1, h2, ...). "
     + DATA_CLAUSE)
-NAMING_TOOL: dict[str, Any] = {
-    "name": "record_heading_names",
-    "description": "The new name of each heading, keyed by its local id.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"names": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "local id, e.g. h1"},
-                           "name": {"type": "string", "description": "2 to 6 words"}},
-            "required": ["id", "name"]}}},
-        "required": ["names"],
-    },
-}
+NAMING_TOOL = per_item_tool(
+    "record_heading_names", "The new name of each heading, keyed by its local id.", "names",
+    "name", {"type": "string", "description": "2 to 6 words"}, "h1")
 
 
 class _Name(BaseModel):

@@ -60,19 +60,29 @@ RESUMMARISE_SYSTEM = (
     "say what is known under the topic, based on its current description and its concepts. "
     "Keep the topic's scope, mention the most important concepts, invent nothing. Call "
     "record_topic_descriptions once, with one entry per topic id (t1, t2, ...). " + DATA_CLAUSE)
-RESUMMARISE_TOOL: dict[str, Any] = {
-    "name": "record_topic_descriptions",
-    "description": "The new description of each topic, keyed by its local id.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"descriptions": {"type": "array", "items": {
+def per_item_tool(name: str, description: str, items: str, field: str,
+                  field_schema: dict[str, Any], example_id: str) -> dict[str, Any]:
+    """A tool whose answer is one record per item, keyed by the item's local id: {items:
+    [{id, field}]} (the topics' descriptions here, the headings' names, the notes' cues)."""
+    return {
+        "name": name,
+        "description": description,
+        "input_schema": {
             "type": "object",
-            "properties": {"id": {"type": "string", "description": "local id, e.g. t1"},
-                           "content": {"type": "string", "description": "the new description"}},
-            "required": ["id", "content"]}}},
-        "required": ["descriptions"],
-    },
-}
+            "properties": {items: {"type": "array", "items": {
+                "type": "object",
+                "properties": {"id": {"type": "string",
+                                      "description": f"local id, e.g. {example_id}"},
+                               field: field_schema},
+                "required": ["id", field]}}},
+            "required": [items],
+        },
+    }
+
+
+RESUMMARISE_TOOL = per_item_tool(
+    "record_topic_descriptions", "The new description of each topic, keyed by its local id.",
+    "descriptions", "content", {"type": "string", "description": "the new description"}, "t1")
 CONTRADICTION_SYSTEM = (
     "You check a long-term memory for contradictions. Each group lists sibling facts about one "
     "concept, oldest first, each with a local id, the date it was learned, its basis (stated: "
