@@ -141,6 +141,20 @@ MUTATIONS = (
              "SHARED_TERMS = 1.0", "SHARED_TERMS = 0.8", (STORING,)),
     Mutation("neardup-threshold-too-strict", "lore_plugin/recall/storing.py",
              "NEAR_DUPLICATE = 0.92", "NEAR_DUPLICATE = 0.999", (STORING,)),
+    # Issue 30: cues are the note's words for the prompt hook's coverage, never a way past
+    # redaction, and never overwritten by consolidation; placement keeps each project apart.
+    Mutation("cues-not-the-notes-words", "lore_plugin/store/terms.py",
+             "summary || ' ' || content || ' ' || cues)", "summary || ' ' || content)",
+             ("tests/store/test_cues.py",)),
+    Mutation("cues-unredacted", "lore_plugin/store/fragments.py",
+             "    return clean_cues(redact(cues)) if cues else \"\"",
+             "    return clean_cues(cues) if cues else \"\"", ("tests/store/test_cues.py",)),
+    Mutation("cues-overwritten-by-consolidation", "lore_plugin/consolidation/cue_writing.py",
+             "note is None or note.superseded_by or note.cues:",
+             "note is None or note.superseded_by:", ("tests/consolidation/test_cue_writing.py",)),
+    Mutation("placement-across-projects", "lore_plugin/recall/storing.py",
+             "if found.fragment.id in owner and owner[found.fragment.id] == mine]",
+             "if found.fragment.id in owner or mine]", ("tests/recall/test_placement_projects.py",)),
 )
 
 
