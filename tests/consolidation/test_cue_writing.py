@@ -6,7 +6,6 @@ at its seam (FakeLLM) or, where what leaves the machine matters, as a fake Anthr
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
@@ -14,12 +13,10 @@ from lore_plugin.capture.prompt import CUE_RULE
 from lore_plugin.consolidation.cue_writing import checked_cues
 from lore_plugin.consolidation.cycle import consolidate
 from lore_plugin.consolidation.schedule import describe
-from lore_plugin.core.config import Settings
 from lore_plugin.core.cues import CUES_ASKED_AT
-from lore_plugin.llm.budget import BudgetGuard, GuardedLLM
 from lore_plugin.llm.client import AnthropicLLM, FakeLLM
 from lore_plugin.recall.memory import Memory
-from lore_plugin.store import Store
+from tests.consolidation.test_consolidate import cycle
 from tests.fake_anthropic import FakeAnthropic, tool_reply
 from tests.secrets_corpus import VALUES_BY_NAME
 
@@ -29,21 +26,6 @@ MIGRATE = "Atlas database migrations run with alembic upgrade head"
 EMPTY = {"report_contradictions": {"contradictions": []},
          "record_topic_descriptions": {"descriptions": []},
          "record_heading_names": {"names": []}}
-
-
-@pytest.fixture()
-def settings(db_path: Path, tmp_path: Path) -> Settings:
-    return Settings(db_path=db_path, home=tmp_path / "home")
-
-
-def cycle(memory: Memory, settings: Settings, llm=None, dry_run: bool = False) -> dict:
-    if not dry_run:
-        return consolidate(settings, memory.writer, memory.clock, llm, memory.embedder)
-    store = Store(settings.db_path, readonly=True)
-    try:
-        return consolidate(settings, store, memory.clock, llm, memory.embedder, dry_run=True)
-    finally:
-        store.close()
 
 
 def notes(memory: Memory, facts: dict[str, str]) -> dict[str, str]:
@@ -201,14 +183,10 @@ def test_without_an_llm_the_phase_is_skipped_with_the_reason(memory, settings):
     assert report["skipped"]["cues"] == "no LLM (paused); 1 due" and report["cued"] == 0
 
 
-def test_a_budget_refusal_stops_the_phase_and_the_note_waits(memory, settings, tmp_path):
+def test_a_budget_refusal_stops_the_phase_and_the_note_waits(memory, settings, spent_llm):
     ids = notes(memory, {ATLAS: ""})
-    guard = BudgetGuard(tmp_path / "budget.json", 1, clock=memory.clock)
-    guard.acquire()  # the hour's one request is spent
-    with FakeAnthropic() as api:
-        llm = GuardedLLM(AnthropicLLM("sk-test", "claude-haiku-4-5", base_url=api.url,
-                                      timeout=5.0, sleep=lambda s: None), guard)
-        report = cycle(memory, settings, llm)
+    llm, api = spent_llm
+    report = cycle(memory, settings, llm)
     phase = report["phases"]["cues"]
     assert phase["stopped"].startswith("LLM budget reached") and phase["calls"] == 0
     assert api.requests == [] and memory.writer.get(ids[ATLAS]).metadata.get(CUES_ASKED_AT) is None

@@ -19,7 +19,6 @@ from lore_plugin.consolidation.heading_naming import (
 )
 from lore_plugin.consolidation.schedule import describe
 from lore_plugin.embedding.embedder import from_blob
-from lore_plugin.llm.budget import BudgetGuard, GuardedLLM
 from lore_plugin.llm.client import AnthropicLLM, FakeLLM
 from lore_plugin.maintenance.curation import Curator
 from lore_plugin.recall.heading_names import PLACED_NAME
@@ -267,14 +266,10 @@ def test_without_an_llm_the_phase_is_skipped_with_the_reason(memory, settings):
     assert report["renamed"] == 0
 
 
-def test_a_budget_refusal_stops_the_phase_and_the_heading_waits(memory, settings, tmp_path):
+def test_a_budget_refusal_stops_the_phase_and_the_heading_waits(memory, settings, spent_llm):
     heading = placed_heading(memory, MYPY)
-    guard = BudgetGuard(tmp_path / "budget.json", 1, clock=memory.clock)
-    guard.acquire()  # the hour's one request is spent
-    with FakeAnthropic() as api:
-        llm = GuardedLLM(AnthropicLLM("sk-test", "claude-haiku-4-5", base_url=api.url,
-                                      timeout=5.0, sleep=lambda s: None), guard)
-        report = cycle(memory, settings, llm)
+    llm, api = spent_llm
+    report = cycle(memory, settings, llm)
     phase = report["phases"]["heading_names"]
     assert phase["stopped"].startswith("LLM budget reached") and phase["calls"] == 0
     assert api.requests == [] and memory.writer.get(heading).summary == "mypy runs"
