@@ -660,7 +660,7 @@ def test_a_fixed_part_long_enough_to_cache_gets_a_breakpoint_after_it() -> None:
 
     long_system = "Rules of the memory. " * 400  # ~2,400 tokens: enough for Sonnet's 1,024
     with FakeAnthropic(ScriptedResponder(default=tool_reply("record_knowledge", ANSWER))) as api:
-        AnthropicLLM("k", "claude-sonnet-4-5", 5.0, base_url=api.url).call_tool(
+        AnthropicLLM("k", "claude-sonnet-5", 5.0, base_url=api.url).call_tool(
             system=long_system, prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
         AnthropicLLM("k", "claude-haiku-4-5", 5.0, base_url=api.url).call_tool(
             system=SYSTEM_PROMPT, prompt="p", tool=RECORD_KNOWLEDGE_TOOL)
