@@ -18,12 +18,11 @@ existed has none; yet cues are what a note is found by when it is asked for in o
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..capture.prompt import CUE_RULE
 from ..core.cues import CUE_CHARS, CUES_ASKED_AT, clean_cues
@@ -33,9 +32,8 @@ from ..recall.prompt_candidates import paths
 from ..recall.render import clip
 from ..safety.redact import redact
 from ..store import Store
-from .llm_phases import DATA_CLAUSE, MAX_CALLS, Activity, PhaseOutcome, ask, batches, due_only, per_item_tool
+from .llm_phases import DATA_CLAUSE, MAX_CALLS, Activity, PhaseOutcome, answers, due_only, per_item_tool
 
-log = logging.getLogger(__name__)
 NOTES_PER_CALL = 20
 CONTENT_SHOWN = 300  # characters of a note's content in the prompt
 CUE_WORDS = 8  # a phrase longer than this is a sentence, not a way to ask
@@ -108,21 +106,8 @@ def write_cues(store: Store, activity: Activity, llm: LLM | None, now: float,
             if fid in notes:  # forgotten since the due read: nothing to ask
                 yield fid
 
-    for batch in batches(readable(), render, NOTES_PER_CALL):
-        if outcome.calls >= MAX_CALLS:
-            break
-        # Redacted here as well: a row written before a secret rule existed keeps its secret.
-        answer = ask(llm, outcome, CUES_SYSTEM, redact(render(batch)), CUES_TOOL)
-        if outcome.stopped:
-            break
-        if answer is None:
-            continue
-        try:
-            parsed = _Answer.model_validate(answer)
-        except ValidationError as exc:
-            outcome.rejected += 1
-            log.warning("cues answer rejected: %s", exc)
-            continue
+    for batch, parsed in answers(llm, outcome, readable(), render, NOTES_PER_CALL, CUES_SYSTEM,
+                                 CUES_TOOL, _Answer, "cues"):
         local = {f"n{i + 1}": fid for i, fid in enumerate(batch)}
         given: dict[str, str] = {}
         for item in parsed.notes[:len(local)]:

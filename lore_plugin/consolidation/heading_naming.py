@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..core.types import Fragment
 from ..embedding.embedder import Embedder, to_blob
@@ -41,11 +41,9 @@ from ..safety.redact import redact
 from ..store import Store
 from .llm_phases import (
     DATA_CLAUSE,
-    MAX_CALLS,
     Activity,
     PhaseOutcome,
-    ask,
-    batches,
+    answers,
     due_only,
     families,
     meta_of,
@@ -163,21 +161,8 @@ def name_headings(store: Store, activity: Activity, llm: LLM | None,
             else:
                 _mark(store, hid, now, None)
 
-    for batch in batches(nameable(), render, HEADINGS_PER_CALL):
-        if outcome.calls >= MAX_CALLS:
-            break
-        # Redacted here as well: a row written before a secret rule existed keeps its secret.
-        answer = ask(llm, outcome, NAMING_SYSTEM, redact(render(batch)), NAMING_TOOL)
-        if outcome.stopped:
-            break
-        if answer is None:
-            continue
-        try:
-            parsed = _Names.model_validate(answer)
-        except ValidationError as exc:
-            outcome.rejected += 1
-            log.warning("heading names answer rejected: %s", exc)
-            continue
+    for batch, parsed in answers(llm, outcome, nameable(), render, HEADINGS_PER_CALL,
+                                 NAMING_SYSTEM, NAMING_TOOL, _Names, "heading names"):
         names = _checked(parsed, {f"h{i + 1}": h for i, h in enumerate(batch)}, cache, outcome)
         renames = {h: n for h, n in names.items() if n is not None
                    and n.casefold() != cache[h][0].summary.casefold()}

@@ -21,7 +21,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -38,6 +38,7 @@ from ..safety.redact import redact
 from ..store import Store
 
 log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)  # an LLM phase's answer model
 CHECKED_AT = "contradictions_checked_at"
 MAX_CALLS = 10  # per phase and run: a big backlog drains over several cycles
 FAILURES_IN_A_ROW = 2  # one bad batch is skipped; two in a row means the LLM is down
@@ -205,9 +206,11 @@ def mark(store: Store, fid: str, key: str, now: float) -> None:
 def ask(llm: LLM, outcome: PhaseOutcome, system: str, prompt: str,
          tool: dict[str, Any]) -> dict[str, Any] | None:
     """The tool input, or None when the call failed. A budget refusal, or a second failure
-    in a row (the LLM is down, not just one bad batch), sets outcome.stopped."""
+    in a row (the LLM is down, not just one bad batch), sets outcome.stopped. The prompt is
+    redacted before it leaves: a row written before a secret rule existed keeps its secret."""
     try:
-        answer = llm.call_tool(system=system, prompt=f"<data>\n{escape_data(prompt)}\n</data>",
+        answer = llm.call_tool(system=system,
+                               prompt=f"<data>\n{escape_data(redact(prompt))}\n</data>",
                                tool=tool, max_tokens=4096)
     except BudgetExceeded as exc:  # refused before any request was made
         outcome.stopped = f"LLM budget reached: {exc}"
@@ -223,6 +226,27 @@ def ask(llm: LLM, outcome: PhaseOutcome, system: str, prompt: str,
     outcome.calls += 1
     outcome.streak = 0
     return answer
+
+
+def answers(llm: LLM, outcome: PhaseOutcome, items: Iterable[str],
+            render: Callable[[list[str]], str], per_call: int, system: str,
+            tool: dict[str, Any], model: type[M], what: str) -> Iterator[tuple[list[str], M]]:
+    """Each batch of `items` (batches) asked in one call, with its answer validated as
+    `model`: every LLM phase's loop. It ends at MAX_CALLS or when the run is stopped (ask);
+    a failed call or a malformed answer skips its batch, logged as `what`."""
+    for batch in batches(items, render, per_call):
+        if outcome.calls >= MAX_CALLS:
+            return
+        answer = ask(llm, outcome, system, render(batch), tool)
+        if outcome.stopped:
+            return
+        if answer is None:
+            continue
+        try:
+            yield batch, model.model_validate(answer)
+        except ValidationError as exc:
+            outcome.rejected += 1
+            log.warning("%s answer rejected: %s", what, exc)
 
 
 # -- phase 3: re-summarisation ----------------------------------------------------------------
@@ -270,20 +294,8 @@ def resummarise(store: Store, activity: Activity, llm: LLM | None, embedder: Emb
     def render(batch: list[str]) -> str:
         return "\n\n".join(_topic_block(f"t{i + 1}", *load(t)) for i, t in enumerate(batch))
 
-    for batch in batches(due, render, TOPICS_PER_CALL):
-        if outcome.calls >= MAX_CALLS:
-            break
-        answer = ask(llm, outcome, RESUMMARISE_SYSTEM, render(batch), RESUMMARISE_TOOL)
-        if outcome.stopped:
-            break
-        if answer is None:
-            continue
-        try:
-            parsed = _Descriptions.model_validate(answer)
-        except ValidationError as exc:
-            outcome.rejected += 1
-            log.warning("re-summarisation answer rejected: %s", exc)
-            continue
+    for batch, parsed in answers(llm, outcome, due, render, TOPICS_PER_CALL, RESUMMARISE_SYSTEM,
+                                 RESUMMARISE_TOOL, _Descriptions, "re-summarisation"):
         local = {f"t{i + 1}": tid for i, tid in enumerate(batch)}
         # Redacted here, so the store's own redaction costs nothing under the write lock.
         new = {local[d.id.strip()]: redact(clip(d.content, MAX_CONTENT)) for d in parsed.descriptions
@@ -346,21 +358,10 @@ def resolve_contradictions(store: Store, activity: Activity, llm: LLM | None, no
                 with store.write():
                     mark(store, gid, CHECKED_AT, now)
 
-    for batch in batches(comparable(), lambda b: numbered(b)[0], GROUPS_PER_CALL):
-        if outcome.calls >= MAX_CALLS:
-            break
-        prompt, local = numbered(batch)
-        answer = ask(llm, outcome, CONTRADICTION_SYSTEM, prompt, CONTRADICTION_TOOL)
-        if outcome.stopped:
-            break
-        if answer is None:
-            continue
-        try:
-            parsed = _Contradictions.model_validate(answer)
-        except ValidationError as exc:
-            outcome.rejected += 1
-            log.warning("contradiction answer rejected: %s", exc)
-            continue
+    for batch, parsed in answers(llm, outcome, comparable(), lambda b: numbered(b)[0],
+                                 GROUPS_PER_CALL, CONTRADICTION_SYSTEM, CONTRADICTION_TOOL,
+                                 _Contradictions, "contradiction"):
+        local = numbered(batch)[1]
         with store.write():
             for pair in parsed.contradictions[:PAIRS_PER_CALL]:
                 a, b = local.get(pair.a.strip()), local.get(pair.b.strip())

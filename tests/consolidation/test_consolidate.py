@@ -352,6 +352,25 @@ def test_a_contradiction_between_siblings_supersedes_the_older_fact(memory, sett
     assert len(llm.calls) == 2  # nothing changed, nothing asked (the cues were asked once)
 
 
+def test_no_phase_sends_a_secret_a_row_kept_from_before_its_rule(memory, settings, clock):
+    # Every LLM phase's prompt is redacted in the one place they all ask (llm_phases.ask):
+    # a row written before a secret rule existed still holds its secret in the database.
+    key = "sk-ant-api03-" + "Q7x2Lm9Pz4Kd8Rt1Vb6Nc3Hj5Wf0Ys-" + "a" * 40
+    root = topic(memory, "Service ports", {"API gateway": ["the gateway runs in Docker"]})
+    (gateway,) = memory.writer.child_ids(root)
+    old = memory.store("The API gateway listens on port 8080", "gateway on 8080", gateway, 2).id
+    clock.advance(days=30)
+    memory.store("The API gateway moved to port 9090", "gateway on 9090", gateway, 2)
+    memory.writer.conn.execute("UPDATE fragments SET content = ? WHERE id = ?",
+                               (f"port 8080, deployed with ANTHROPIC_API_KEY={key}", old))
+    llm = FakeLLM(default=lambda **call: {"contradictions": [], "notes": [], "names": [],
+                                          "descriptions": []})
+    cycle(memory, settings, llm)
+    judged = [c for c in llm.calls if c["tool"]["name"] == "report_contradictions"]
+    assert judged and "port 8080" in judged[0]["prompt"]
+    assert all(key not in c["prompt"] for c in llm.calls)
+
+
 def describe_topics(*, system, prompt, tool, max_tokens):
     assert tool["name"] == "record_topic_descriptions"
     ids = re.findall(r"^Topic (t\d+): (.*)$", prompt, re.MULTILINE)
