@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from .backup import Backup
 from .bookkeeping import Bookkeeping
+from .cue_vector_rows import CueVectorRows
 from .curation import Curation
 from .decay import Decay
 from .forgetting import Forgetting
@@ -18,5 +19,5 @@ from .upkeep import Upkeep
 
 
 class Store(Curation, Merging, Forgetting, Fragments, Keywords, Terms, History, Bookkeeping,
-            Upkeep, Backup, Decay, Loops):
+            Upkeep, Backup, Decay, Loops, CueVectorRows):
     """One connection to the memory database with every storage method (see the modules)."""

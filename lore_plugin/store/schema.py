@@ -228,6 +228,30 @@ MIGRATIONS: list[str] = [
     END;
     INSERT INTO fragments_fts(fragments_fts) VALUES ('rebuild');
     """,
+    # 11 (issue 30): the vectors of each fragment's cues (embedding/cue_vectors.py), read for
+    # a prompt's few candidates only. A row with vectors NULL is due: the triggers make one
+    # whenever cues are written or changed, so no writer can forget, and the partial index
+    # finds due rows without reading the table. Rows exist only for fragments with cues;
+    # superseded ones are filled too (harmless, and nothing stays due for ever).
+    """
+    CREATE TABLE cue_vectors (
+        fragment_id TEXT PRIMARY KEY,
+        vectors BLOB
+    ) WITHOUT ROWID;
+    CREATE INDEX idx_cue_vectors_due ON cue_vectors(fragment_id) WHERE vectors IS NULL;
+    CREATE TRIGGER fragments_cues_insert AFTER INSERT ON fragments WHEN new.cues != '' BEGIN
+        INSERT OR REPLACE INTO cue_vectors (fragment_id, vectors) VALUES (new.id, NULL);
+    END;
+    CREATE TRIGGER fragments_cues_update AFTER UPDATE OF cues ON fragments
+    WHEN old.cues IS NOT new.cues BEGIN
+        DELETE FROM cue_vectors WHERE fragment_id = old.id;
+        INSERT INTO cue_vectors (fragment_id, vectors) SELECT new.id, NULL WHERE new.cues != '';
+    END;
+    CREATE TRIGGER fragments_cues_delete AFTER DELETE ON fragments BEGIN
+        DELETE FROM cue_vectors WHERE fragment_id = old.id;
+    END;
+    INSERT INTO cue_vectors (fragment_id, vectors) SELECT id, NULL FROM fragments WHERE cues != '';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
