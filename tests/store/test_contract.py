@@ -154,6 +154,19 @@ def test_find_by_summary_ignores_case_superseded_fragments_and_other_parents(bac
     assert store.find_by_summary("f3") == ids["f3"]
 
 
+def test_topics_named_lists_every_live_topic_of_that_name_with_its_project(backend):
+    store = backend.store
+    atlas = store.insert(_frag("Deploys", 0, project="/work/atlas"), now=1.0)
+    lumen = store.insert(_frag("deploys", 0, project="/work/lumen"), now=2.0)
+    none = store.insert(_frag("DEPLOYS", 0), now=3.0)
+    gone = store.insert(_frag("Deploys", 0, project="/work/old"), now=4.0)
+    store.supersede(gone, atlas, now=5.0)
+    store.insert(_frag("Deploys", 1, project="/work/atlas"), 6.0, None, atlas)
+    assert store.topics_named(" Deploys ") == [
+        (atlas, "/work/atlas"), (lumen, "/work/lumen"), (none, None)]
+    assert store.topics_named("Releases") == []
+
+
 def test_deleting_moves_children_up_and_clears_what_pointed_at_it(backend):
     store = backend.store
     ids = _tree(store)
