@@ -22,7 +22,6 @@ from ..core.types import NewFragment
 from ..embedding.embedder import Embedder, to_blob
 from ..llm.client import LLM
 from ..recall.memory import Clock, Memory
-from ..recall.storing import near_duplicate
 from ..safety.redact import redact
 from ..store import HISTORY_KEY, Store
 from .batches import MAX_PROMPT_CHARS, context_before, read_batch
@@ -41,6 +40,7 @@ from .linking import Planned as _Planned
 from .linking import embed_planned, planned_match, resolve_name, temporal_edges, vectors_for
 from .patterns import failure_rows
 from .project_keys import adopt_remote_key
+from .repeats import Repeats
 from .routing import LOCAL, Routes, transcript_space
 from .team_write import TeamSpaceDown, TeamWriter
 from .transcript import Delta, delta_time
@@ -260,6 +260,7 @@ class Ingestor:
                 **({"author": author} if author else {})}  # issue 29: a team row's member
         planned: list[_Planned] = []
         confirmed: list[str] = []  # existing knowledge the user restated in this delta
+        repeats = Repeats()  # existing knowledge extracted again: its cues join the held ones
         subagent = SUBAGENT_DIR in key
 
         def plan(summary: str, content: str | None, depth: int, importance: str,
@@ -297,6 +298,7 @@ class Ingestor:
                 for fact in concept.facts:
                     known = found and store.find_by_summary(fact.summary, 2, found)
                     if known:  # already known: re-extraction of the same fact
+                        repeats.add(known, clean_cues(fact.cues))
                         if fact.basis == "stated":
                             confirmed.append(known)
                         continue
@@ -313,7 +315,7 @@ class Ingestor:
                 plan(correction.new, None, 1, "medium", tkey, tid, correction.topic,
                      basis="inferred")
         embed_planned(self.embedder, planned)
-        self._near_duplicates(memory, planned, confirmed)
+        repeats.near_duplicates(memory, planned, confirmed)
         # Everything the write below needs from the model or a search, got before it starts:
         # no write lock is held while embedding.
         names = [r.source for r in extraction.relationships] + [
@@ -365,6 +367,7 @@ class Ingestor:
                     links += 1
             if confirmed:
                 store.confirm(confirmed, now)
+            repeats.join_cues(store)
             # The rule of three's evidence (patterns.py). A hub space keeps no failure records
             # (its cycle skips that phase), so they are dropped there, not written elsewhere:
             # outside this transaction they could be counted twice after a retry.
@@ -379,22 +382,3 @@ class Ingestor:
                 store.shrink_range(key, range_start, delta.end_offset)
         crash_point("after-commit")
         return sum(1 for p in planned if p.new.summary and not p.duplicate_of), supersessions, links
-
-    @staticmethod
-    def _near_duplicates(memory: Memory, planned: list[_Planned], confirmed: list[str]) -> None:
-        """A planned fragment that repeats a live sibling under its existing parent (the same
-        check as store_memory's, storing.near_duplicate) is not added: the sibling is
-        reinforced, confirmed when the user stated it again, and takes the planned children."""
-        found: dict[int, str] = {}
-        for item in planned:  # parents come before their children
-            if item.parent_key is not None and item.parent_key in found:
-                item.parent_id = found[item.parent_key]
-                item.parent_key = None
-            if item.parent_key is None and item.parent_id and item.new.depth > 0:
-                same = near_duplicate(memory, item.new.summary, item.new.content, item.vector,
-                                      item.parent_id, item.new.depth)
-                if same:
-                    item.duplicate_of = found[item.key] = same
-                    if item.new.basis == "stated":
-                        confirmed.append(same)
-        memory.reinforce(list(dict.fromkeys(found.values())))

@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass, field
 
 from ..core.types import Fragment
+from ..recall.heading_projects import project_of
 from ..recall.memory import Memory
 from ..store import Store
 from .extract import Correction
@@ -24,6 +25,7 @@ TOPICS_SENT = 30  # existing topic names listed in a prompt (see topics_for)
 TOPICS_IF_UNRELATED = 10
 TOPIC_QUERY_CHARS = 2000  # the embedding model reads only the start of a long text anyway
 TOPIC_MATCH = 0.82  # embedding similarity at which an extracted topic is an existing one
+TOPIC_CANDIDATES = 5  # topics read by meaning, to find one of the session's project among them
 KNOWN_SENT = 12  # facts in a prompt's digest
 STRICT_MATCH = 0.8  # a correction without an id: cosine to the old fact's text, same topic
 FACT_DEPTH = 2
@@ -90,15 +92,22 @@ def topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
 
 
 def match_topic(memory: Memory, name: str, about: str) -> str | None:
-    """The existing topic an extracted one is: the same name, or nearly the same meaning."""
-    by_name = memory.writer.find_by_summary(name, depth=0)
-    if by_name:
-        return by_name
+    """The existing topic an extracted one is: one of the memory's project (project_of; a
+    session in no project matches only topics of none) with the same name, else the closest
+    of that project in meaning, at TOPIC_MATCH or above. Another project's "Deploys" is not
+    this one's: filed under it, a session's knowledge would sit under the other project's
+    heading, and placement (heading_projects.py) would then keep it from its own notes."""
+    mine = project_of(memory.project)
+    for fid, project in memory.writer.topics_named(name):
+        if project_of(project) == mine:
+            return fid
     if not memory.embedder_ready():
         return None
-    best = memory.search(f"{name}: {about}", limit=1, depth=0, mode="vector").fragments
-    if best and best[0].similarity >= TOPIC_MATCH:
-        return best[0].fragment.id
+    # A few candidates: the closest topics may all be another project's.
+    for scored in memory.search(f"{name}: {about}", limit=TOPIC_CANDIDATES, depth=0,
+                                mode="vector").fragments:
+        if scored.similarity >= TOPIC_MATCH and project_of(scored.fragment.project) == mine:
+            return scored.fragment.id
     return None
 
 

@@ -160,6 +160,7 @@ def _merge_undo(store: Store, victim: str, survivor: str) -> dict[str, Any]:
     return {"victim": victim, "survivor": survivor, "children": children,
             "victim_links": store.associative_of(victim),
             "survivor_links": store.associative_of(survivor),
+            "survivor_cues": store.get(survivor).cues,  # the merge joins the victim's to them
             "mentions": [victim, survivor, *children], "by": "consolidation"}
 
 

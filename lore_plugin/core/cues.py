@@ -55,3 +55,11 @@ def join_cues(held: str | None, more: str | None) -> str:
     """A note's cues with another's joined on (a repeat stored in other words, a merge): the
     held ones first, then the new, within clean_cues's bounds."""
     return clean_cues(cue_list(held) + cue_list(more))
+
+
+def unjoin_cues(joined: str | None, held: str | None, other: str | None) -> str:
+    """join_cues(held, other) taken back (an undone merge): the phrases of `joined` that
+    were `held`'s, or that did not come from `other` (given since), in their order."""
+    mine = {c.lower() for c in cue_list(held)}
+    theirs = {c.lower() for c in cue_list(other)}
+    return clean_cues([c for c in cue_list(joined) if c.lower() in mine or c.lower() not in theirs])

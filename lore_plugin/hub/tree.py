@@ -121,6 +121,14 @@ class Tree(HubConnection):
             "f.depth = 0 AND f.superseded_by IS NULL ORDER BY "
             f"{state_of('relevance_score')} DESC LIMIT %s", (self.space, limit))]
 
+    def topics_named(self, name: str) -> list[tuple[str, str | None]]:
+        """(id, project) of every live topic called `name` (case ignored), the oldest first:
+        store/hierarchy.py's read."""
+        return [(r[0], r[1]) for r in self._all(
+            "SELECT id, project FROM fragments WHERE space = %s AND lower(summary) = lower(%s) "
+            "AND depth = 0 AND superseded_by IS NULL ORDER BY created_at, seq",
+            (self.space, name.strip()))]
+
     def descendant_counts(self, ids: Sequence[str]) -> dict[str, int]:
         if not ids:
             return {}

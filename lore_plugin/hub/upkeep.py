@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.cues import join_cues
 from ..store.connection import new_id
 from .fragments import Fragments
 from .state import STATE_JOIN, joined
@@ -108,15 +109,19 @@ class Upkeep(Fragments):
 
     def merge_topic(self, victim: str, survivor: str, now: float) -> int | None:
         """One transaction: the victim's children move to the survivor, its associative edges
-        follow them, and the survivor supersedes it. Returns how many children moved, or None
-        when either topic stopped being live since the caller looked (both rows are locked
-        first, so a concurrent supersession waits or is seen)."""
+        follow them, the survivor's cues become its own joined with the victim's, and the
+        survivor supersedes it (store/merging.py's merge). Returns how many children moved,
+        or None when either topic stopped being live since the caller looked (both rows are
+        locked first, so a concurrent supersession or cue write waits or is seen)."""
         with self.write():
-            live = self._all("SELECT id FROM fragments WHERE space = %s AND id = ANY(%s) AND "
-                             "superseded_by IS NULL ORDER BY id FOR UPDATE",
-                             (self.space, [victim, survivor]))
-            if len(live) != 2:
+            cues = {r[0]: r[1] for r in self._all(
+                "SELECT id, cues FROM fragments WHERE space = %s AND id = ANY(%s) AND "
+                "superseded_by IS NULL ORDER BY id FOR UPDATE", (self.space, [victim, survivor]))}
+            if len(cues) != 2:
                 return None
+            both = join_cues(cues[survivor], cues[victim])
+            if both != cues[survivor]:
+                self.update_text(survivor, cues=both)
             moved = self.reparent_children(victim, survivor, now)
             self.upsert_associative([(survivor, b if a == victim else a, w)
                                      for a, b, w in self.associative_of(victim)

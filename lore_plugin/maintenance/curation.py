@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.cues import unjoin_cues
 from ..core.errors import InvalidInput, NotFound
 from ..core.types import Fragment, NewFragment
 from ..embedding.embedder import to_blob
@@ -159,7 +160,8 @@ class Curator:
             undo = {"victim": victim.id, "survivor": survivor.id,
                     "children": store.child_ids(victim.id, include_superseded=True),
                     "victim_links": store.associative_of(victim.id),
-                    "survivor_links": store.associative_of(survivor.id)}
+                    "survivor_links": store.associative_of(survivor.id),
+                    "survivor_cues": store.get(survivor.id).cues}  # the merge joins the victim's
             undo["mentions"] = [victim.id, survivor.id, *undo["children"]]
             if store.merge_topic(victim.id, survivor.id, now) is None:
                 raise InvalidInput("one of the topics changed meanwhile; reload and try again")
@@ -261,6 +263,11 @@ class Curator:
         self._give_back(do["children"], do["survivor"], do["victim"], now)
         store.set_associative(do["survivor"], do["survivor_links"], now)
         store.set_associative(do["victim"], do["victim_links"], now)
+        if "survivor_cues" in do:  # the cues the victim brought go back with it
+            held = store.get(do["survivor"]).cues
+            kept = unjoin_cues(held, do["survivor_cues"], store.get(do["victim"]).cues)
+            if kept != held:
+                store.update_text(do["survivor"], cues=kept)
 
     def _undo_supersede(self, fid: str, do: dict, now: float) -> None:
         """Extraction or consolidation replaced a fact: the old one is live again, the new

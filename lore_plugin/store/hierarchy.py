@@ -122,6 +122,13 @@ class Hierarchy(Edges):
             "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
             "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
 
+    def topics_named(self, name: str) -> list[tuple[str, str | None]]:
+        """(id, project) of every live topic called `name` (case ignored), the oldest first:
+        projects may each hold a topic of the same name (capture/known.match_topic)."""
+        return [(r[0], r[1]) for r in self.conn.execute(
+            "SELECT id, project FROM fragments WHERE lower(summary) = lower(?) AND depth = 0 "
+            "AND superseded_by IS NULL ORDER BY created_at, rowid", (name.strip(),))]
+
     def child_activity(self) -> list[tuple[str, int, str, int, float, float]]:
         """(parent id, depth, metadata JSON, children, first and last time a child was
         attached) for every live fragment that has children. Edges are aggregated before the

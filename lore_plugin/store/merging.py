@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..core.cues import join_cues
 from .fragments import Fragments
 
 
@@ -25,13 +26,18 @@ class Merging(Fragments):
 
     def merge_topic(self, victim: str, survivor: str, now: float) -> int | None:
         """One transaction: the victim's children move to the survivor, its associative edges
-        follow them, and the survivor supersedes it. Returns how many children moved, or None
-        when either topic stopped being live since the caller looked."""
+        follow them, the survivor's cues become its own joined with the victim's (either was
+        a way to ask for what is now one topic), and the survivor supersedes it. Returns how
+        many children moved, or None when either topic stopped being live since the caller
+        looked."""
         with self.write():
-            live = self._one("SELECT count(*) FROM fragments WHERE id IN (?, ?) AND "
-                             "superseded_by IS NULL", (victim, survivor))
-            if live != 2:
+            cues = dict(self.conn.execute("SELECT id, cues FROM fragments WHERE id IN (?, ?) "
+                                          "AND superseded_by IS NULL", (victim, survivor)))
+            if len(cues) != 2:
                 return None
+            both = join_cues(cues[survivor], cues[victim])
+            if both != cues[survivor]:
+                self.update_text(survivor, cues=both)
             moved = self.reparent_children(victim, survivor, now)
             for edge in self.edges_of(victim, ("associative",)):
                 other = edge.target if edge.source == victim else edge.source

@@ -341,6 +341,7 @@ def test_the_prompt_lists_the_existing_topics_closest_to_the_conversation(
     from lore_plugin.recall.memory import Memory
 
     memory = Memory(settings.db_path, embedder)
+    memory.project = "/work/project-a"  # the session's: only its project's topics are reused
     subjects = ["Kubernetes", "React", "Terraform", "Redis", "Kafka", "nginx", "Django", "Spark"]
     aspects = ["deployment", "testing", "logging", "security", "configuration"]
     for name in [f"{s} {a}" for s in subjects for a in aspects] + ["Billing rules"]:

@@ -82,10 +82,12 @@ def test_a_pair_without_a_current_id_the_model_named_changes_nothing(memory, clo
 
 def test_a_topic_merge_made_by_consolidation_can_be_undone_until_the_next_one(
         memory, clock, tmp_path):
-    older = memory.store("Rust async programming", "Rust async programming", depth=0).id
+    older = memory.store("Rust async programming", "Rust async programming", depth=0,
+                         cues="tokio").id
     tokio = memory.store("tokio runtime", "tokio runtime", parent_id=older, depth=1).id
     clock.advance(days=3)
-    newer = memory.store("Async programming in Rust", "Async programming in Rust", depth=0).id
+    newer = memory.store("Async programming in Rust", "Async programming in Rust", depth=0,
+                         cues="await syntax\nTokio").id
     traits = memory.store("async traits", "async traits", parent_id=newer, depth=1).id
     clock.advance(days=1)
     settings = settings_for(tmp_path)
@@ -93,9 +95,13 @@ def test_a_topic_merge_made_by_consolidation_can_be_undone_until_the_next_one(
                        memory.embedder)["topics_merged"] == 1
     store = memory.writer
     assert store.get(newer).superseded_by == older and store.parent_id(traits) == older
+    assert store.get(older).cues == "tokio\nawait syntax"  # the victim's joined on
+    store.update_text(older, cues="tokio\nawait syntax\nexecutors")  # given since
     curator = Curator(memory)
     (entry,) = [e for e in curator.history() if e.action == "merge"]
     assert entry.undoable and entry.label.startswith("consolidation merged")
     curator.undo(entry.id)
     assert store.get(newer).superseded_by is None and store.parent_id(traits) == newer
+    assert store.get(older).cues == "tokio\nexecutors"  # the victim's went back with it
+    assert store.get(newer).cues == "await syntax\nTokio"
     assert store.parent_id(tokio) == older

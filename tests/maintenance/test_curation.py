@@ -84,6 +84,20 @@ def test_move_merge_and_confirm_each_undo_to_the_exact_state_before(memory, cur)
     assert state(memory) == before
 
 
+def test_a_merge_joins_the_victims_cues_to_the_survivor_and_its_undo_takes_them_back(
+        memory, cur):
+    ids = tree(memory)
+    store = memory.writer
+    store.update_text(ids["db"], cues="invoice storage\nbilling db")
+    store.update_text(ids["ui"], cues="Billing DB\nfrontend stack")
+    survivor = cur.merge(ids["ui"], ids["db"])
+    assert survivor.cues == "invoice storage\nbilling db\nfrontend stack"
+    assert ids["db"] in {f.id for f, _ in store.keyword_search('"frontend"', 5)}
+    cur.undo(cur.history()[0].id)
+    assert store.get(ids["db"]).cues == "invoice storage\nbilling db"
+    assert store.get(ids["ui"]).cues == "Billing DB\nfrontend stack"
+
+
 def test_moves_keep_the_levels_of_the_tree(memory, cur):
     ids = tree(memory)
     with pytest.raises(InvalidInput, match="depth"):

@@ -154,6 +154,32 @@ def test_find_by_summary_ignores_case_superseded_fragments_and_other_parents(bac
     assert store.find_by_summary("f3") == ids["f3"]
 
 
+def test_a_merge_joins_the_victims_cues_to_the_survivors_in_its_transaction(backend):
+    store = backend.store
+    keep = store.insert(_frag("keep", 0, cues="ship day\nrelease"), now=1.0)
+    gone = store.insert(_frag("gone", 0, cues="Release\nwhen do we deploy"), now=2.0)
+    plain = store.insert(_frag("plain", 0), now=3.0)
+    assert store.merge_topic(gone, keep, 4.0) == 0
+    assert store.get(keep).cues == "ship day\nrelease\nwhen do we deploy"
+    assert store.get(gone).cues == "Release\nwhen do we deploy"  # kept for an undo
+    assert store.merge_topic(plain, keep, 5.0) == 0  # nothing to add: unchanged
+    assert store.get(keep).cues == "ship day\nrelease\nwhen do we deploy"
+    assert store.merge_topic(gone, keep, 6.0) is None
+
+
+def test_topics_named_lists_every_live_topic_of_that_name_with_its_project(backend):
+    store = backend.store
+    atlas = store.insert(_frag("Deploys", 0, project="/work/atlas"), now=1.0)
+    lumen = store.insert(_frag("deploys", 0, project="/work/lumen"), now=2.0)
+    none = store.insert(_frag("DEPLOYS", 0), now=3.0)
+    gone = store.insert(_frag("Deploys", 0, project="/work/old"), now=4.0)
+    store.supersede(gone, atlas, now=5.0)
+    store.insert(_frag("Deploys", 1, project="/work/atlas"), 6.0, None, atlas)
+    assert store.topics_named(" Deploys ") == [
+        (atlas, "/work/atlas"), (lumen, "/work/lumen"), (none, None)]
+    assert store.topics_named("Releases") == []
+
+
 def test_deleting_moves_children_up_and_clears_what_pointed_at_it(backend):
     store = backend.store
     ids = _tree(store)
