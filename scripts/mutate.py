@@ -152,6 +152,10 @@ MUTATIONS = (
     Mutation("cues-overwritten-by-consolidation", "lore_plugin/consolidation/cue_writing.py",
              "note is None or note.superseded_by or note.cues:",
              "note is None or note.superseded_by:", ("tests/consolidation/test_cue_writing.py",)),
+    # A cue change makes the note's cue vectors due (schema 11's trigger): never old phrases'.
+    Mutation("cue-change-leaves-old-vectors", "lore_plugin/store/schema.py",
+             "        DELETE FROM cue_vectors WHERE fragment_id = old.id;\n        INSERT",
+             "        INSERT OR IGNORE", ("tests/store/test_cue_vector_rows.py",)),
     Mutation("placement-across-projects", "lore_plugin/recall/storing.py",
              "if found.fragment.id in owner and owner[found.fragment.id] == mine]",
              "if found.fragment.id in owner or mine]", ("tests/recall/test_placement_projects.py",)),

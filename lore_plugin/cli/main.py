@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core.config import Settings, load_settings
 from ..core.errors import LoreError
 from ..recall import render
-from .opening import open_memory
+from .opening import fill_cue_vectors, open_memory
 
 log = logging.getLogger("lore.cli")
 
@@ -43,6 +43,8 @@ def cmd_remember(args: argparse.Namespace, settings: Settings) -> int:
 
     stored = store_knowledge(memory, content, summary, parent, depth, source="remember",
                              cues=clean_cues(args.cues))
+    if args.cues:  # stored in-process: the judge's cue vectors now, not at the next service
+        fill_cue_vectors(memory)
     frag = stored.fragment
     for made in stored.created:
         print(f"new {render.depth_name(made.depth)} [{render.short_id(made.id)}] {made.summary}")

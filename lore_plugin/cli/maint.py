@@ -207,11 +207,13 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ..service.pending import place_waiting_stores
 
     def embed(store) -> int:  # noqa: ANN001
-        from .opening import open_memory
+        from .opening import fill_cue_vectors, open_memory
 
         memory = open_memory(settings)
         try:
-            return memory.backfill_embeddings()
+            done = memory.backfill_embeddings()
+            fill_cue_vectors(memory)  # the other vectors a model-less time left due
+            return done
         finally:
             memory.close()
 

@@ -3,6 +3,7 @@ the same way (its outcome, its count, and why it was skipped: a dry run, or no L
 
 from __future__ import annotations
 
+import logging
 import time
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -13,6 +14,8 @@ if TYPE_CHECKING:  # pydantic and the LLM phases load on first use
     from ..embedding.embedder import Embedder
     from ..llm.client import LLM
     from .llm_phases import PhaseOutcome
+
+log = logging.getLogger(__name__)
 
 
 class Run(Protocol):  # cycle.Run, as these phases use it
@@ -39,6 +42,24 @@ def run_llm_phases(run: Run, llm: LLM | None, embedder: Embedder | None,
         t = time.perf_counter()
         _record(run, name, phase(run.store, activity, llm, now=run.now, dry_run=run.dry_run),
                 t, key, llm_missing)
+    if not run.dry_run and embedder is not None and getattr(embedder, "available", True):
+        fill_cue_vectors_after(run, embedder)
+
+
+def fill_cue_vectors_after(run: Run, embedder: Embedder) -> None:
+    """The vectors of the cues just written (and of any other note due one), after their
+    commit: the per-prompt judge reads them (recall/cue_vector_fill.py). Best effort: what
+    is left due, the memory service fills. A store without cue vectors is skipped."""
+    from ..recall.cue_vector_fill import fill_cue_vectors
+
+    if not hasattr(run.store, "cue_vectors_due"):
+        return
+    t = time.perf_counter()
+    try:
+        run.phase("cue_vectors", t, notes=fill_cue_vectors(run.store, embedder))
+    except Exception as exc:  # noqa: BLE001 - left due; consolidation goes on
+        log.warning("could not fill cue vectors: %s", exc)
+        run.phase("cue_vectors", t, notes=0, error=str(exc)[:200])
 
 
 def _record(run: Run, name: str, outcome: PhaseOutcome, started: float, count_key: str,

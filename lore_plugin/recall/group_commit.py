@@ -8,7 +8,8 @@ vector until the writer, once idle, gives it the other (recontext.py). The rules
 store_knowledge's own (storing.place_knowledge and keep_placed), applied in the order the
 requests arrived, and each request reads what the ones before it in the batch wrote
 (group_view.BatchMemory): two identical stores in one batch give one fact and one
-duplicate, as they would one after the other.
+duplicate, as they would one after the other. Idle, the writer also fills the cue vectors
+of what was stored with cues (writer_idle.py), after the answers.
 
 Every request is first accepted into the store journal (store_journal.py: checked, redacted,
 its id reserved, one transaction for all queued meanwhile); the writer then places journal
@@ -48,11 +49,10 @@ from ..store.journal import StoreJournal, journal_path
 from .group_batch import Pending as _Pending
 from .group_batch import write_parts
 from .group_requests import StoreRequest, placed_here, query_words, take
-from .recontext import BATCH as RECONTEXT_BATCH
-from .recontext import recontext
 from .search import VectorIndex
 from .store_journal import Accepted, Acceptor
 from .storing import Stored
+from .writer_idle import idle_round
 
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
@@ -94,8 +94,10 @@ class GroupWriter:
         # Seconds spent in each step, summed (the benchmark's profile): the placement queries'
         # model calls, then the writer's placement, model call, checks and inserts, commit.
         self.timings: dict[str, float] = dict.fromkeys(
-            ("embed_queries", "place", "embed_texts", "keep", "commit", "recontext"), 0.0)
-        self._recontext_due = 1  # provisional vectors known to wait (1: look once, at idle)
+            ("embed_queries", "place", "embed_texts", "keep", "commit", "recontext",
+             "cue_vectors"), 0.0)
+        self.recontext_due = 1  # provisional vectors known to wait (1: look once, at idle)
+        self.cues_due = True  # cue vectors may be due (writer_idle.py): look once, at idle
         self._incoming: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
         # Groups handed on whole, so the writer never takes half of one.
         self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
@@ -265,33 +267,17 @@ class GroupWriter:
             self._journal = None
 
     def _next_group(self) -> list[_Pending] | None:
-        while self._recontext_due:
-            if self._recontext_due < RECONTEXT_BACKLOG:  # past it, catch up even when busy
+        while self.recontext_due or self.cues_due:
+            if self.recontext_due < RECONTEXT_BACKLOG:  # past it, catch up even when busy
                 try:  # a caller storing one fact after another is not made to wait for it
                     return self._queue.get(timeout=RECONTEXT_IDLE)
                 except queue.Empty:
                     if self._queued:  # stage one is embedding the next group: not idle
                         continue
-            self._recontext_some()
+            idle_round(self)
         return self._queue.get()
 
-    def _recontext_some(self) -> None:
-        if self.embedder is None or not getattr(self.embedder, "available", True):
-            self._recontext_due = 0
-            return
-        try:
-            store = self._writable()
-            started = time.perf_counter()
-            done = recontext(store, self.embedder, self.index)
-            self.timings["recontext"] += time.perf_counter() - started
-            self.recontext_calls += done > 0
-            self._recontext_due = 0 if done < RECONTEXT_BATCH else max(self._recontext_due - done, 1)
-        except Exception as exc:  # noqa: BLE001 - left marked: the next writer or warm-up retries
-            log.warning("could not replace provisional vectors: %s", exc)
-            self._drop_store()
-            self._recontext_due = 0
-
-    def _writable(self) -> Store:
+    def writable(self) -> Store:
         if self._store is None:
             self._store = self.store_factory()
         if self.index is None:
@@ -307,7 +293,7 @@ class GroupWriter:
             except (DatabaseError, StoreError) as exc:
                 log.warning("group commit of %d store(s) failed (attempt %d/%d): %s",
                             len(batch), attempt + 1, ATTEMPTS, exc)
-                self._drop_store()  # a fresh connection for the next attempt
+                self.drop_store()  # a fresh connection for the next attempt
                 if attempt + 1 < ATTEMPTS:
                     time.sleep(RETRY_PAUSE * 4**attempt)
                     continue
@@ -324,7 +310,7 @@ class GroupWriter:
                 return
             except BaseException as exc:  # a bug: every caller hears of it, the thread lives
                 log.exception("group commit failed")
-                self._drop_store()
+                self.drop_store()
                 self._placed_through(batch)
                 for _, done, _ in batch:
                     done.set_exception(exc)
@@ -356,7 +342,7 @@ class GroupWriter:
                 log.warning("store %s was accepted but could not be placed: %s",
                             request.fid, result)
 
-    def _drop_store(self) -> None:
+    def drop_store(self) -> None:
         if self._store is not None:
             try:
                 self._store.close()
@@ -365,8 +351,9 @@ class GroupWriter:
             self._store = None
 
     def _write_once(self, batch: list[_Pending]) -> list[Stored | BaseException]:
-        results, provisional = write_parts(self, self._writable(), batch)
-        self._recontext_due += provisional
+        results, provisional = write_parts(self, self.writable(), batch)
+        self.recontext_due += provisional
+        self.cues_due = self.cues_due or any(request.cues for request, _, _ in batch)
         return results
 
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 from ..core.config import Settings
 from ..core.errors import LoreError
 from ..core.heap import give_back
+from ..recall.cue_vector_fill import fill_cue_vectors
 from ..recall.group_commit import group_writer
 from ..recall.memory import Memory
 from ..recall.recontext import recontext_all
@@ -27,6 +28,7 @@ BUSY_ATTEMPTS = 3  # each attempt already waits out SQLite's busy timeout
 BUSY_MESSAGE = ("memory is busy: another Lore process is writing to the database; "
                 "try again in a moment")
 BACKFILL_BATCH = 4  # small batches keep the model's memory arena (and peak RSS) small
+WARM_CUE_NOTES = 256  # cue vectors filled at warm-up (~2 s); the writer fills the rest idle
 
 
 class ToolFailure(LoreError):
@@ -124,6 +126,17 @@ class Service:
             except Exception as exc:  # only a cache: the next server reads SQLite instead
                 log.warning("could not write the vector snapshot: %s", exc)
 
+    @staticmethod
+    def _fill_cue_vectors(filler: Memory) -> None:
+        """The cue vectors of notes given cues while no service ran (ingestion, `lore
+        remember`, an import, a migration), some of them: best effort, and bounded so a
+        large backlog does not hold up warm-up; the writer fills the rest when idle."""
+        try:
+            fill_cue_vectors(filler.writer, filler.embedder,  # type: ignore[arg-type]
+                             most=WARM_CUE_NOTES)
+        except Exception as exc:  # noqa: BLE001 - left due: the writer retries when idle
+            log.warning("could not fill cue vectors: %s", exc)
+
     def warm_up(self) -> None:
         """Loads the model, embeds what was stored without one, and loads the vector index.
         Best effort: a failure only means the first query does the loading."""
@@ -154,6 +167,7 @@ class Service:
                 if filler.embedder_ready():
                     done += recontext_all(filler.writer, filler.embedder,  # type: ignore[arg-type]
                                           self.memory.index)
+                    self._fill_cue_vectors(filler)
                 filler.date_backlog()
             finally:
                 filler.close()

@@ -12,7 +12,7 @@ methods in its own module (a mixin), built on `connection.Connection`:
     keywords     FTS5 keyword search
     terms        query terms' tokens and document frequencies, candidates' tokens
     written      the days a fragment's text names (fragment_dates)
-    cue_vector_rows  the vectors of each fragment's cues, and the rows due a fill (schema 11)
+    cue_vector_rows  the vectors of each fragment's cues, and the rows due a fill (schema 11, 12)
     bookkeeping  watermarks, ingestion failures, meta, consolidation runs
     history      the history from before Lore's first run, the LLM token ledger (on bookkeeping)
     upkeep       integrity, FTS rebuild, orphans, WAL, secure delete

@@ -1,4 +1,4 @@
-"""The vectors of each fragment's cues (schema 11, embedding/cue_vectors.py's blobs): read
+"""The vectors of each fragment's cues (schemas 11-12, embedding/cue_vectors.py's blobs): read
 for a prompt's few candidates, and the due rows recall/cue_vector_fill.py fills.
 
 The triggers on fragments keep a row due (vectors NULL) from the moment cues are written or

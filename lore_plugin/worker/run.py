@@ -90,10 +90,31 @@ class Worker:
                     totals["failed"] += report.failed is not None
             finally:
                 lock.release()
+            if totals["fragments"]:
+                self.fill_cue_vectors()
             # Lines appended while we held the lock may belong to a worker that gave up on
             # seeing it: go round again so no delta is stranded.
             if _size(path) <= size_at_start or totals["failed"]:
                 return totals
+
+    def fill_cue_vectors(self) -> None:
+        """The cue vectors of notes the batches just committed with cues (the triggers made
+        them due; recall/cue_vector_fill.py), outside the transcript's lock. Best effort:
+        what is left due, the memory service fills."""
+        embedder = getattr(self._ingestor, "embedder", None)
+        if embedder is None or not embedder.available:
+            return
+        from ..recall.cue_vector_fill import fill_cue_vectors
+        from ..store import Store
+
+        try:
+            store = Store(self.settings.db_path)
+            try:
+                fill_cue_vectors(store, embedder)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - left due for the service
+            log.warning("could not fill cue vectors after ingestion: %s", exc)
 
     def ingest_history(self, path: Path, end: int) -> dict[str, int]:
         """Backfills one transcript's history from before Lore's first run (`lore ingest`),

@@ -140,7 +140,7 @@ def test_the_migration_from_schema_10_marks_every_note_with_cues_due(tmp_path):
     with_cues, _ = make_version_10_database(path)
     store = Store(path)
     try:
-        assert store.user_version() == SCHEMA_VERSION == 11
+        assert store.user_version() == SCHEMA_VERSION == 12
         assert sorted(due(store)) == with_cues and len(rows(store)) == 10
         plan = store.conn.execute("EXPLAIN QUERY PLAN SELECT c.fragment_id, f.cues FROM "
                                   "cue_vectors c INDEXED BY idx_cue_vectors_due JOIN fragments f "
@@ -171,3 +171,27 @@ def test_imported_notes_with_cues_become_due_and_no_vectors_are_exported(tmp_pat
         assert fill_cue_vectors(copy, embedder) == 1 and set(copy.cue_vectors([fid])) == {fid}
     finally:
         copy.close()
+
+
+def test_a_schema_11_table_becomes_a_rowid_table_keeping_its_rows_and_triggers(tmp_path):
+    path = tmp_path / "eleven.db"
+    with_cues, _ = make_version_10_database(path)
+    conn = apsw.Connection(str(path))
+    conn.execute(MIGRATIONS[10])  # 11: WITHOUT ROWID, every note with cues due
+    conn.execute("PRAGMA user_version=11")
+    conn.execute("UPDATE cue_vectors SET vectors = ? WHERE fragment_id = ?", (BLOB, with_cues[0]))
+    conn.close()
+    store = Store(path)
+    try:
+        sql = store._one("SELECT sql FROM sqlite_master WHERE name = 'cue_vectors'")
+        assert "WITHOUT ROWID" not in sql.upper()
+        assert store.cue_vectors(with_cues) == {with_cues[0]: BLOB}
+        assert sorted(due(store)) == with_cues[1:]
+        store.update_text(with_cues[0], cues="another phrase")  # the triggers came along
+        assert store.cue_vectors(with_cues) == {} and len(due(store)) == len(with_cues)
+        fid = store.insert(NOTE, now=1.0)
+        assert fid in due(store)
+        store.delete(fid, now=2.0)
+        assert fid not in rows(store) and store.integrity_check() == ["ok"]
+    finally:
+        store.close()
