@@ -159,7 +159,27 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
     where = paths(store, [c.fragment for c in listed], ancestry)
     listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
     listed = with_coverage(store, text, listed, ancestry)
-    return _dated(memory, text, listed, ancestry)
+    return _dated(memory, text, _with_cues(memory, text, listed), ancestry)
+
+
+def _with_cues(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]:
+    """The candidates, each with the cosine of its closest cue phrase (Candidate.cue), read
+    from the vectors stored beside its cues (embedding/cue_vectors.py); a blob that cannot be
+    read counts as none."""
+    blobs = memory.reader.cue_vectors([c.fragment.id for c in found]) if found else {}
+    qvec = memory.embed_one(text) if blobs else None
+    if qvec is None:
+        return found
+    from ..embedding.cue_vectors import closest
+
+    out = []
+    for c in found:
+        blob = blobs.get(c.fragment.id)
+        try:
+            out.append(replace(c, cue=closest(qvec, blob)) if blob else c)
+        except ValueError:
+            out.append(c)
+    return out
 
 
 def _rare_hits(store: Store, text: str, seen: set[str], most: int) -> list[str]:
