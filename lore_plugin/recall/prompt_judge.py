@@ -24,6 +24,9 @@ particular words, and stays below the bar.
 - A prompt that is little more than names ("Sarah Chen work") holds every rare word of a
   long note whose meaning MiniLM rates far from it: when nothing passes, the notes that hold
   those words (prompt_names.py).
+- A prompt worded the way someone would ask for a note is close to one of the note's cues
+  (the phrases stored beside it, core/cues.py) even where its words and meaning fall short
+  of the gate: when nothing passes, the note whose closest cue is close (prompt_cued.py).
 - A prompt worded differently from its note holds none of its words: when nothing passes,
   the one note its meaning alone clearly points at (prompt_semantic.py), if any.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
