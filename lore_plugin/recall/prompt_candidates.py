@@ -163,23 +163,13 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
 
 
 def _with_cues(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]:
-    """The candidates, each with the cosine of its closest cue phrase (Candidate.cue), read
-    from the vectors stored beside its cues (embedding/cue_vectors.py); a blob that cannot be
-    read counts as none."""
-    blobs = memory.reader.cue_vectors([c.fragment.id for c in found]) if found else {}
-    qvec = memory.embed_one(text) if blobs else None
-    if qvec is None:
+    """The candidates, each with the cosine of its closest cue phrase (Candidate.cue)."""
+    if not found:
         return found
-    from ..embedding.cue_vectors import closest
+    from .cue_closeness import cue_cosines
 
-    out = []
-    for c in found:
-        blob = blobs.get(c.fragment.id)
-        try:
-            out.append(replace(c, cue=closest(qvec, blob)) if blob else c)
-        except ValueError:
-            out.append(c)
-    return out
+    near = cue_cosines(memory.reader, memory.embed_one(text), [c.fragment.id for c in found])
+    return [replace(c, cue=near[c.fragment.id]) if c.fragment.id in near else c for c in found]
 
 
 def _rare_hits(store: Store, text: str, seen: set[str], most: int) -> list[str]:
