@@ -69,6 +69,7 @@ from common import percentile, table, write_json  # noqa: E402
 from lore_plugin.core.types import Fragment  # noqa: E402
 from lore_plugin.embedding.embedder import LocalEmbedder  # noqa: E402
 from lore_plugin.recall import asked_for as af  # noqa: E402
+from lore_plugin.recall import prompt_cued as pcu  # noqa: E402
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_names as pn  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
@@ -144,6 +145,14 @@ def named(case: pc.Case, **variant: Any) -> list[Fragment]:
     if got or any(x.dated for x in found):
         return got or [x.fragment for x in found if x.dated][:pj.MOST]
     return pn.answer(found, pj.MOST, **variant) or ps.answer(found)
+
+
+def cue_variant(case: pc.Case, **variant: Any) -> list[Fragment]:
+    """The judge with the cue path's constants varied (prompt_cued.answer), in the judge's
+    order: the gate, a day's notes, the names, the cues, the semantic path."""
+    found = pj.answered(hook(case))
+    return pj.judge(hook(case), cued=False, semantic=False) \
+        or pcu.answer(found, **variant) or ps.answer(found)
 
 
 def full_words(case: pc.Case, min_coverage: float = 0.95, min_own: float = 0.5
@@ -239,6 +248,13 @@ def rules() -> dict[str, Rule]:
         lambda c: pj.judge(hook(c), semantic=False)
     out["chosen without the names path (main before it)"] = \
         lambda c: pj.judge(hook(c), names=False)
+    out["chosen without the cue path (main before it)"] = \
+        lambda c: pj.judge(hook(c), cued=False)
+    for bar in (0.55, 0.60, 0.62, 0.68, 0.70):
+        out[f"cue path: the closest cue ≥ {bar:.2f}"] = \
+            lambda c, b=bar: cue_variant(c, min_cue=b)
+    out["cue path, a prompt naming what no note holds too"] = \
+        lambda c: cue_variant(c, strangers=True)
     for few in (3, 5, 8):
         for common in (0, 1, 2):
             out[f"names path: rare = held by ≤ {few} rows, {common} other word(s)"] = \

@@ -57,6 +57,7 @@ from common import ROOT, machine, table, write_json  # noqa: E402
 
 from lore_plugin.core.types import NewFragment  # noqa: E402
 from lore_plugin.embedding.embedder import MODEL_NAME, LocalEmbedder, to_blob  # noqa: E402
+from lore_plugin.recall.cue_vector_fill import fill_cue_vectors  # noqa: E402
 from lore_plugin.recall.memory import Memory, embedding_text  # noqa: E402
 from lore_plugin.store import Store  # noqa: E402
 from lore_plugin.store.schema import SCHEMA_VERSION  # noqa: E402
@@ -294,6 +295,7 @@ def build_database(corpus: Corpus, folder: Path, embedder: CachedEmbedder) -> tu
             group.sort(key=lambda n: n.created_at)  # stable: turns keep their order
             for earlier, later in zip(group, group[1:]):
                 store.link(fid[earlier.key], fid[later.key], "temporal", 1.0, corpus.now)
+    fill_cue_vectors(store, embedder)  # --cues: as the memory service does after a store
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     store.close()
     tmp.rename(db_path)

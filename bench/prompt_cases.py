@@ -20,6 +20,7 @@ from bench_recall import CachedEmbedder, Corpus, Question
 
 from lore_plugin.core.types import Fragment
 from lore_plugin.recall import prompt_recall as pr
+from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
 from lore_plugin.recall.memory import Memory
 from lore_plugin.recall.prompt_evidence import Candidate
 from lore_plugin.recall.storing import store_knowledge
@@ -136,6 +137,7 @@ def store_placed(corpus: Corpus, db_path: Path, embedder: CachedEmbedder,
             ids.setdefault(store_knowledge(memory, note.content, note.summary,
                                            cues=blind_cues.of(corpus.name, note.key)
                                            ).fragment.id, note.key)
+        fill_cue_vectors(memory.writer, embedder)  # --cues: as the memory service does
     finally:
         memory.close()
     return ids

@@ -13,6 +13,7 @@ from ..core.types import Fragment, ScoredFragment, TopicSummary, TreeNode
 from ..store import Store
 from . import dated
 from .copy_chains import collapse, copying
+from .cue_closeness import cue_closeness
 from .fusion import Fusion, keyword_coverage
 from .memory_base import (
     BROUGHT_DOWN,
@@ -143,7 +144,11 @@ class Memory(Writes):
         if qvec is not None:
             cos.update(timed)
             cos.update(self.index.similarities(qvec, [i for i in frags if i not in cos]))
-        match = Fusion(mode, cos, kw, frags, qvec is None,
+        # Ranked by the closer of the note and its closest cue (cue_closeness): a question
+        # in other words is often worded like a way of asking for the note. The reported
+        # similarity stays the note's own cosine.
+        near = cue_closeness(store, qvec, cos, list(frags)) if mode == "hybrid" else cos
+        match = Fusion(mode, near, kw, frags, qvec is None,
                        max((coverage.get(i, 0.0) for i in frags), default=0.0), coverage)
         scores = {fid: match(fid) for fid in frags}
         if mode == "hybrid":

@@ -159,7 +159,17 @@ def candidates(memory: Memory, prompt: str, seen: set[str], limit: int = CANDIDA
     where = paths(store, [c.fragment for c in listed], ancestry)
     listed = [replace(c, path=where.get(c.fragment.id, "")) for c in listed]
     listed = with_coverage(store, text, listed, ancestry)
-    return _dated(memory, text, listed, ancestry)
+    return _dated(memory, text, _with_cues(memory, text, listed), ancestry)
+
+
+def _with_cues(memory: Memory, text: str, found: list[Candidate]) -> list[Candidate]:
+    """The candidates, each with the cosine of its closest cue phrase (Candidate.cue)."""
+    if not found:
+        return found
+    from .cue_closeness import cue_cosines
+
+    near = cue_cosines(memory.reader, memory.embed_one(text), [c.fragment.id for c in found])
+    return [replace(c, cue=near[c.fragment.id]) if c.fragment.id in near else c for c in found]
 
 
 def _rare_hits(store: Store, text: str, seen: set[str], most: int) -> list[str]:

@@ -62,6 +62,9 @@ class Candidate:
     terms: tuple[str, ...] = ()
     held_branch: tuple[bool, ...] = ()
     asked: tuple[str, ...] = ()  # the terms of the phrase the prompt asks about, head last
+    # The cosine of its closest cue phrase with the prompt (embedding/cue_vectors.py); 0 when
+    # it has no cue vectors (no cues, or not embedded yet).
+    cue: float = 0.0
 
 
 def idf(rows_holding: int, rows: int) -> float:

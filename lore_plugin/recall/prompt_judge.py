@@ -24,6 +24,9 @@ particular words, and stays below the bar.
 - A prompt that is little more than names ("Sarah Chen work") holds every rare word of a
   long note whose meaning MiniLM rates far from it: when nothing passes, the notes that hold
   those words (prompt_names.py).
+- A prompt worded the way someone would ask for a note is close to one of the note's cues
+  (the phrases stored beside it, core/cues.py) even where its words and meaning fall short
+  of the gate: when nothing passes, the note whose closest cue is close (prompt_cued.py).
 - A prompt worded differently from its note holds none of its words: when nothing passes,
   the one note its meaning alone clearly points at (prompt_semantic.py), if any.
 - Headings never compete: prompt_recall.candidates() has already replaced a matched topic or
@@ -44,7 +47,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from . import asked_for, prompt_names, prompt_semantic
+from . import asked_for, prompt_cued, prompt_names, prompt_semantic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -110,11 +113,12 @@ def answered(found: Sequence[Candidate]) -> list[Candidate]:
 def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: float = BAND,
           most: int = MOST, keyword_weight: float = KEYWORD_WEIGHT,
           min_agreement: float = MIN_AGREEMENT, weights: Sequence[float] = WEIGHTS,
-          bias: float = BIAS, semantic: bool = True, names: bool = True, asked: bool = True
-          ) -> list[Fragment]:
+          bias: float = BIAS, semantic: bool = True, names: bool = True, asked: bool = True,
+          cued: bool = True) -> list[Fragment]:
     """The answers to inject, likeliest first; [] when the best is not strong enough.
     `asked`: a candidate about a neighbour of what is asked does not pass the gate
-    (misses)."""
+    (misses). `semantic`, `names` and `cued`: whether each path after the gate may answer
+    (the benchmark's variants turn one off)."""
     found = answered(found)
     agree = [(evidence(c, keyword_weight), i, c) for i, c in enumerate(found)
              if c.coverage >= min_agreement and not (asked and misses(c))]
@@ -123,8 +127,10 @@ def judge(found: Sequence[Candidate], min_evidence: float = MIN_EVIDENCE, band: 
         day = [c.fragment for c in found if c.dated][:most]
         # A prompt made of names: the notes that hold them (prompt_names).
         named = prompt_names.answer(found, most) if names and not day else []
+        # A prompt worded like one of a note's cues: that note (prompt_cued).
+        by_cue = prompt_cued.answer(found) if cued and not (day or named) else []
         # A prompt in other words than its note: the note its meaning alone points at.
-        return day or named or (prompt_semantic.answer(found) if semantic else [])
+        return day or named or by_cue or (prompt_semantic.answer(found) if semantic else [])
     likely = sorted(((probability(c, weights, bias), i, c) for e, i, c in agree
                      if e >= min_evidence - band), key=lambda t: (-t[0], t[1]))
     return [c.fragment for _, _, c in likely[:most]]
