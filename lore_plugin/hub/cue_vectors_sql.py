@@ -54,7 +54,8 @@ GRANT SELECT, UPDATE (vectors), DELETE ON {TABLE} TO PUBLIC;
         SELECT space, id FROM added WHERE cues <> '';''')}
 CREATE TRIGGER fragments_cues_added AFTER INSERT ON fragments
     REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION lore_cues_added();
-{_function("lore_cues_changed", f'''    DELETE FROM public.{TABLE} WHERE space = NEW.space AND fragment_id = NEW.id;
+{_function("lore_cues_changed", f'''    DELETE FROM public.{TABLE}
+        WHERE space = NEW.space AND fragment_id = NEW.id;
     IF NEW.cues <> '' THEN
         INSERT INTO public.{TABLE} (space, fragment_id) VALUES (NEW.space, NEW.id);
     END IF;''')}
