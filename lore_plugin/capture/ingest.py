@@ -104,6 +104,7 @@ class Ingestor:
             why = self.routes.ingest_into(space, str(path), self._memory, lambda m: (
                 self._loop(m, path, session_id, report, retry_parked, ignore_backoff, None)))
             report.skipped = why or report.skipped
+        self.routes.fill_cue_vectors()  # issue 30: what the hub writes above left due
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,

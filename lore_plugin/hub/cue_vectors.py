@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from .connection import HubConnection
 from .cue_vectors_sql import TABLE
+from .upkeep import _WRITER
 
 # The guard: only a row still due whose fragment's cues are the ones the blob was made from.
 # A change of cues replaces the row (cue_vectors_sql.py), so a write racing it finds no row.
@@ -29,11 +30,13 @@ class CueVectors(HubConnection):
         return {r[0]: bytes(r[1]) for r in rows}
 
     def cue_vectors_due(self, limit: int) -> list[tuple[str, str]]:
-        """Up to `limit` (note id, its cues) whose vectors are due."""
+        """Up to `limit` (note id, its cues) whose vectors are due; none to a role that may
+        not write them (a reader): it would embed them only to have the write refused."""
         rows = self._all(
             f"SELECT c.fragment_id, f.cues FROM {TABLE} c JOIN fragments f ON "
-            "f.space = c.space AND f.id = c.fragment_id WHERE c.space = %s AND "
-            "c.vectors IS NULL ORDER BY c.fragment_id LIMIT %s", (self.space, max(limit, 0)))
+            "f.space = c.space AND f.id = c.fragment_id WHERE c.space = %(s)s AND "
+            f"c.vectors IS NULL AND {_WRITER} ORDER BY c.fragment_id LIMIT %(k)s",
+            {"s": self.space, "k": max(limit, 0)})
         return [(r[0], r[1]) for r in rows]
 
     def set_cue_vectors(self, rows: Sequence[tuple[str, str, bytes | None]]) -> int:

@@ -6,19 +6,27 @@ has, so a second push adds nothing and an interrupted one is finished by running
 Local rows still keyed by a repository's path move to its remote key first, so the space
 holds the key every machine computes. A pull is the reverse, into the local file, for work
 offline. Nothing local is written before the hub has answered: a wrong URL or password, a
-server without pgvector, a newer schema or an unknown space stop the command first."""
+server without pgvector, a newer schema or an unknown space stop the command first.
+
+Cue vectors are not copied: the hub's triggers mark every pushed note with cues due, and a
+push given the model embeds them after its rows are committed (best effort: a failure
+leaves them due for the next writer with the model, recall/cue_vector_upkeep.py)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capture.hub_link import conninfo, open_store
 from ..capture.project_keys import adopt_remote_keys
 from ..core.config import Settings
+from ..recall.cue_vector_upkeep import fill_after_write
 from ..store import Store
+
+if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
 
 CHUNK = 5000  # rows read and sent at a time: memory stays flat at any size
 Progress = Callable[[int, int], None]
@@ -44,6 +52,7 @@ class Plan:
 class Copied:
     fragments: int
     edges: int
+    cue_vectors: int = 0  # notes whose cue vectors the push embedded
 
 
 def init(settings: Settings, url: str, spaces: tuple[str, ...]) -> tuple[int, HubState]:
@@ -94,8 +103,8 @@ def plan_push(settings: Settings, local: Store, space: str) -> Plan:
         hub.close()
 
 
-def push(settings: Settings, local: Store, space: str, progress: Progress | None = None
-         ) -> Copied:
+def push(settings: Settings, local: Store, space: str, progress: Progress | None = None,
+         embedder: Embedder | None = None) -> Copied:
     hub = open_store(settings, space)
     try:
         adopt_remote_keys(local)
@@ -109,7 +118,7 @@ def push(settings: Settings, local: Store, space: str, progress: Progress | None
                 if progress:
                     progress(done, total)
         linked = sum(hub.insert_rows([], chunk)[1] for chunk in _chunks(local.export_edges()))
-        return Copied(added, linked)
+        return Copied(added, linked, fill_after_write(hub, embedder, f"hub space {hub.space}"))
     finally:
         hub.close()
 

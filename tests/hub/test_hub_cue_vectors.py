@@ -107,8 +107,9 @@ def test_a_space_never_sees_another_s_cue_vectors(hub_url, hub_space, embedder):
     try:
         fid = _note(member)
         mine = _note(hub_space)  # same id space, another space of the hub
-        assert reader.cue_vectors_due(10) == [(fid, CUES)]
-        assert reader.set_cue_vectors([(fid, CUES, _blob())]) == 0  # a reader fills nothing
+        assert owner.cue_vectors_due(10) == [(fid, CUES)]
+        assert reader.cue_vectors_due(10) == []  # not the reader's to fill: nothing embedded
+        assert reader.set_cue_vectors([(fid, CUES, _blob())]) == 0  # nor written
         assert fill_cue_vectors(reader, embedder) == 0
         assert fill_cue_vectors(member, embedder) == 1
         blob = member.cue_vectors([fid])[fid]
