@@ -1,0 +1,103 @@
+"""Who fills a hub space's cue vectors (issue 30): the writers that hold the model, after
+their own commit. `lore hub push` carries cues and embeds them; the ingestion worker's hub
+spaces and a hub space's consolidation fill what is due; a failure leaves them due and
+never reaches the write."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from lore_plugin.capture.routing import Routes
+from lore_plugin.consolidation.hub_spaces import run_hub_if_overdue
+from lore_plugin.core.config import Settings
+from lore_plugin.core.errors import LLMUnavailable
+from lore_plugin.core.types import NewFragment
+from lore_plugin.embedding.cue_vectors import closest, decode
+from lore_plugin.maintenance import hub_sync
+from lore_plugin.recall.cue_vector_upkeep import fill_after_write
+from lore_plugin.store import Store
+
+CUES = "start backend on my machine\nlocal development server"
+
+
+def _settings(tmp_path, hub_url: str, space: str = "personal") -> Settings:
+    return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", hub_url=hub_url,
+                    hub_space=space)
+
+
+def _local(path) -> tuple[Store, str, str]:
+    store = Store(path)
+    topic = store.insert(NewFragment(content="Atlas", summary="Atlas", depth=0), 1.0)
+    fact = store.insert(NewFragment(content="To run atlas use make dev", summary="Running atlas",
+                                    depth=2, cues=CUES), 2.0, parent_id=topic)
+    return store, topic, fact
+
+
+def _no_llm(settings: Settings):
+    raise LLMUnavailable("no LLM in this test")
+
+
+def test_a_push_carries_cues_and_the_pushing_client_embeds_them(tmp_path, hub_url, hub_space,
+                                                                embedder):
+    local, topic, fact = _local(tmp_path / "memory.db")
+    settings = _settings(tmp_path, hub_url)
+    done = hub_sync.push(settings, local, hub_space.space, embedder=embedder)
+    assert (done.fragments, done.cue_vectors) == (2, 1)
+    got = hub_space.cue_vectors([fact, topic])
+    assert list(got) == [fact] and decode(got[fact]).shape == (2, 384)
+    for phrase in CUES.splitlines():
+        assert closest(embedder.embed([phrase])[0], got[fact]) == pytest.approx(1.0, abs=0.01)
+    assert hub_sync.push(settings, local, hub_space.space, embedder=embedder).cue_vectors == 0
+    local.close()
+
+
+def test_a_push_without_the_model_leaves_the_cues_due(tmp_path, hub_url, hub_space):
+    local, _, fact = _local(tmp_path / "memory.db")
+    assert hub_sync.push(_settings(tmp_path, hub_url), local, hub_space.space).cue_vectors == 0
+    assert hub_space.cue_vectors_due(10) == [(fact, CUES)]
+    local.close()
+
+
+class _BrokenModel:
+    def embed(self, texts: list[str]):
+        raise RuntimeError("the model file is corrupt")
+
+
+def test_a_failing_model_is_one_log_line_and_the_notes_stay_due(hub_space, caplog):
+    fid = hub_space.insert(NewFragment(content="x", summary="x", depth=2, cues=CUES), 1.0)
+    assert fill_after_write(hub_space, _BrokenModel(), "the test space") == 0  # type: ignore[arg-type]
+    assert "left due: the model file is corrupt" in caplog.text
+    assert hub_space.cue_vectors_due(10) == [(fid, CUES)]
+
+
+def test_the_ingestion_worker_fills_the_hub_spaces_it_wrote(tmp_path, hub_url, hub_space,
+                                                          embedder):
+    routes = Routes(_settings(tmp_path, hub_url, hub_space.space), embedder, time.time)
+    local = None
+    try:
+        from lore_plugin.recall.memory import Memory
+
+        local = Memory(tmp_path / "memory.db", embedder)
+        written = routes.memory(hub_space.space, local)  # as a routed transcript's batch
+        topic = written.store("Atlas", "Atlas", depth=0).id
+        fid = written.store("To run atlas use make dev", "Running atlas", topic, depth=1,
+                            cues=CUES).id
+        assert hub_space.cue_vectors_due(10) == [(fid, CUES)]
+        assert routes.fill_cue_vectors() == 1
+        assert list(hub_space.cue_vectors([fid])) == [fid]
+    finally:
+        routes.close()
+        if local is not None:
+            local.close()
+
+
+def test_a_hub_space_s_consolidation_fills_what_is_due(tmp_path, hub_url, hub_space, embedder,
+                                                      clock):
+    fid = hub_space.insert(NewFragment(content="To run atlas use make dev",
+                                       summary="Running atlas", depth=2, cues=CUES), clock())
+    outcome = run_hub_if_overdue(_settings(tmp_path, hub_url, hub_space.space), clock,
+                                 force=True, make_llm=_no_llm, make_embedder=lambda s: embedder)
+    assert outcome[hub_space.space]["cue_vectors"] == 1  # type: ignore[index]
+    assert list(hub_space.cue_vectors([fid])) == [fid]
