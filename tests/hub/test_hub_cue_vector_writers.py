@@ -101,3 +101,26 @@ def test_a_hub_space_s_consolidation_fills_what_is_due(tmp_path, hub_url, hub_sp
                                  force=True, make_llm=_no_llm, make_embedder=lambda s: embedder)
     assert outcome[hub_space.space]["cue_vectors"] == 1  # type: ignore[index]
     assert list(hub_space.cue_vectors([fid])) == [fid]
+
+
+def test_the_service_storing_into_a_hub_space_fills_its_cues_after_the_answer(
+        tmp_path, hub_url, hub_space, embedder):
+    from lore_plugin.recall.memory import Memory
+    from lore_plugin.service import answers, spaced
+    from lore_plugin.service.engine import Service
+
+    service = Service(Memory(tmp_path / "memory.db", embedder))
+    try:
+        spaced.attach(service, _settings(tmp_path, hub_url, hub_space.space))
+        answers.store_memory(service, "Atlas", "Atlas", depth=0)
+        plain = hub_space.find_by_summary("Atlas")
+        assert plain is not None and hub_space.cue_vectors_due(10) == []  # no cues: nothing
+        answers.store_memory(service, "To run atlas use make dev", "Running atlas", plain,
+                             depth=1, cues=CUES.splitlines())
+        fid = hub_space.find_by_summary("Running atlas")
+        deadline = time.monotonic() + 20
+        while not hub_space.cue_vectors([fid]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert decode(hub_space.cue_vectors([fid])[fid]).shape == (2, 384)
+    finally:
+        service.close()
