@@ -90,9 +90,8 @@ class Ingestor:
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
                ignore_backoff: bool = False, history_end: int | None = None) -> IngestReport:
-        """Processes every complete unread line of one transcript, batch by batch. With
-        history_end, reads the transcript's history from before Lore's first run instead
-        (`lore ingest`), under its own watermark, up to that offset."""
+        """Processes every complete unread line of one transcript, batch by batch (with history_end,
+        its history from before Lore's first run up to that offset, `lore ingest`, own watermark)."""
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
