@@ -29,6 +29,7 @@ from ..recall.spaces import LOCAL
 from .hub_link import open_memory
 
 log = logging.getLogger("lore.capture")
+FILL_MOST = 256  # notes a transcript's ingestion embeds the cues of, per hub space
 
 
 def transcript_space(settings: Settings, path: Path, cwd: str | None = None) -> str:
@@ -89,12 +90,14 @@ class Routes:
         self.mirror(key, local, hub)
         return None
 
-    def fill_cue_vectors(self) -> int:
+    def fill_cue_vectors(self, most: int = FILL_MOST) -> int:
         """After a transcript's batches: the cue vectors its writes left due in the hub
         spaces written (a team space's share among them), with the ingestor's model, after
-        their commits. Best effort; returns how many notes got them."""
+        their commits; at most `most` notes a space, so that a migrated hub's backlog does
+        not hold up the queue (the cycle fills the rest). Best effort; returns how many
+        notes got them."""
         return sum(fill_after_write(cast(DueCues, memory.writer), self.embedder,
-                                    f"hub space {space}")
+                                    f"hub space {space}", most)
                    for space, memory in list(self._open.items()))
 
     def drop(self, space: str) -> None:

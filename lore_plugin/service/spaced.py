@@ -20,6 +20,7 @@ __all__ = ["LOCAL", "Spaces", "attach", "fused_query", "store", "write_space"]
 
 log = logging.getLogger(__name__)
 FILL_STEP = 8  # notes whose cues are embedded under the service's lock at a time (~0.1 s)
+FILL_MOST = 64  # a store's share of a backlog (a migrated hub): closing waits for it
 
 
 def attach(service: Service, settings: Settings) -> None:
@@ -83,7 +84,8 @@ def store(service: Service, space: str, content: str, summary: str, parent_id: s
 def fill_later(service: Service, target: Memory) -> None:
     """After the answer: the cue vectors the store left due in the hub space, a few notes
     at a time under the service's lock (the model is the service's, and tools wait for it
-    only that long), until none is due. Best effort: a failure leaves them due."""
+    only that long), up to FILL_MOST notes (the rest of a backlog is the worker's and the
+    cycle's, or the next store's). Best effort: a failure leaves them due."""
     hub = cast("DueCues", target.writer)  # a hub space's Memory writes through its HubStore
     where = f"hub space {getattr(hub, 'space', '?')}"
 
@@ -92,8 +94,9 @@ def fill_later(service: Service, target: Memory) -> None:
 
     def work() -> None:
         try:
-            while service.call(step) == FILL_STEP:
-                pass
+            for _ in range(FILL_MOST // FILL_STEP):
+                if service.call(step) < FILL_STEP:
+                    break
         except Exception as exc:  # the service's own refusals (busy): due, not lost
             log.warning("cue vectors of %s left due: %s", where, exc)
     service.later(work)

@@ -84,9 +84,12 @@ def test_the_ingestion_worker_fills_the_hub_spaces_it_wrote(tmp_path, hub_url, h
         topic = written.store("Atlas", "Atlas", depth=0).id
         fid = written.store("To run atlas use make dev", "Running atlas", topic, depth=1,
                             cues=CUES).id
-        assert hub_space.cue_vectors_due(10) == [(fid, CUES)]
+        more = [written.store(f"note {n}", f"Note {n}", topic, depth=1, cues=f"phrase {n}").id
+                for n in range(2)]
+        assert len(hub_space.cue_vectors_due(10)) == 3
+        assert routes.fill_cue_vectors(most=2) == 2  # a backlog is filled a share at a time
         assert routes.fill_cue_vectors() == 1
-        assert list(hub_space.cue_vectors([fid])) == [fid]
+        assert set(hub_space.cue_vectors([fid, *more])) == {fid, *more}
     finally:
         routes.close()
         if local is not None:
