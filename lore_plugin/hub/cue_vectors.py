@@ -12,10 +12,10 @@ from .connection import HubConnection
 from .cue_vectors_sql import TABLE
 from .upkeep import _WRITER
 
-# The guard: only a row still due whose fragment's cues are the ones the blob was made from.
-# A change of cues replaces the row (cue_vectors_sql.py), so a write racing it finds no row.
+# The guard: only a row whose fragment's cues are the ones the blob was made from. A change
+# of cues replaces the row (cue_vectors_sql.py), so a write racing it finds no row to change.
 _GIVEN = "unnest(%(ids)s::text[], %(cues)s::text[], %(blobs)s::bytea[]) AS n(id, cues, blob)"
-_GUARD = ("c.space = %(s)s AND c.fragment_id = n.id AND c.vectors IS NULL "
+_GUARD = ("c.space = %(s)s AND c.fragment_id = n.id "
           "AND f.space = c.space AND f.id = c.fragment_id AND f.cues = n.cues")
 
 
@@ -41,8 +41,8 @@ class CueVectors(HubConnection):
 
     def set_cue_vectors(self, rows: Sequence[tuple[str, str, bytes | None]]) -> int:
         """Stores each (id, the cues the blob was made from, blob); None: no vectors, and no
-        longer due (the row goes). A row whose note's cues are no longer those, or that is
-        not due, is left as it is. Returns how many rows it stored or cleared."""
+        longer due (the row goes). A row whose note's cues are no longer those is left as
+        it is (due). Returns how many rows it stored or cleared."""
         filled = [(i, c, b) for i, c, b in rows if b is not None]
         cleared = [(i, c) for i, c, b in rows if b is None]
 

@@ -74,11 +74,12 @@ def test_vectors_made_from_old_cues_are_refused_and_the_note_stays_due(hub_space
     hub_space.update_text(fid, cues="deploy to staging")
     assert hub_space.set_cue_vectors([(fid, CUES, _blob()), (other, "stale", None)]) == 0
     assert _rows(hub_space) == {fid: None, other: None}
-    # None clears a due row under the same guard; a filled row is not filled twice.
+    # None clears a due row under the same guard; vectors of the current cues replace.
     assert hub_space.set_cue_vectors([(other, "another phrase", None),
                                       (fid, "deploy to staging", _blob(1))]) == 2
-    assert hub_space.set_cue_vectors([(fid, "deploy to staging", _blob(1, seed=1))]) == 0
     assert _rows(hub_space) == {fid: _blob(1)}
+    assert hub_space.set_cue_vectors([(fid, "deploy to staging", _blob(1, seed=1))]) == 1
+    assert _rows(hub_space) == {fid: _blob(1, seed=1)}
     with pytest.raises(psycopg.errors.CheckViolation):  # not a whole number of phrases
         hub_space._atomic(lambda: hub_space._run(
             f"UPDATE {TABLE} SET vectors = %s WHERE space = %s", (b"\x00" * 100, hub_space.space)))
