@@ -7,8 +7,8 @@ rewritten.
 
 The source's first ROWS fragments are pushed with the old checkout's code (--base, schema 7)
 into a throwaway server (`lore hub dev`'s PostgreSQL 18 + pgvector), as
-bench_hub_cues_migration.py does, and every live fact and detail (depth >= 2) is given
-three cue phrases, as the cycle's cue writing would. Each run clones that database
+bench_hub_cues_migration.py does, every live fact and detail (depth >= 2) given three cue
+phrases first, as the cycle's cue writing would have. Each run clones that database
 (CREATE DATABASE .. TEMPLATE) and times this checkout's `init_hub` on it while two probes
 run against the clone on their own connections, one statement after another: a writer
 (an UPDATE of one fragment's metadata) and a reader (one fragment by id). The longest
@@ -36,20 +36,25 @@ from psycopg import conninfo
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = ROOT / "bench" / ".cache"
-CUES = ("E'how do I ' || left(lower(summary), 40) || E'\\nwhere is ' || left(id, 8) || "
-        "E' configured\\nwhy ' || left(lower(content), 30)")
+# Three phrases a note, made from its own text (SQLite's || and char(10): a newline).
+CUES = ("'how do I ' || lower(substr(summary, 1, 40)) || char(10) || 'where is ' || "
+        "substr(id, 1, 8) || ' configured' || char(10) || 'why ' || lower(substr(content, 1, 30))")
 
 
 def _url(server: str, database: str) -> str:
     return conninfo.make_conninfo(server, dbname=database)
 
 
-def give_cues(url: str) -> int:
-    """Three phrases on every live fact and detail (schema 7's triggers index them)."""
-    with psycopg.connect(url, autocommit=True) as conn:
+def give_cues(local: Path) -> int:
+    """Three phrases on every live fact and detail of the local file, before it is pushed:
+    the push carries them, as it carries a real memory's."""
+    import sqlite3
+
+    conn = sqlite3.connect(local)
+    with conn:
         changed = conn.execute(f"UPDATE fragments SET cues = {CUES} WHERE depth >= 2 AND "
                                "superseded_by IS NULL").rowcount
-        conn.execute("VACUUM ANALYZE")
+    conn.close()
     return changed
 
 
@@ -138,13 +143,13 @@ def main() -> None:
     runs: list[dict[str, Any]] = []
     try:
         first_rows(args.source, args.rows, work / "source.db")
+        cued = give_cues(work / "source.db")
         with psycopg.connect(server.url, autocommit=True) as admin:
             admin.execute("CREATE DATABASE filled")
         started = time.perf_counter()
         subprocess.run([sys.executable, str(ROOT / "bench" / "bench_hub_cues_migration.py"),
                         "--fill", server.url, "filled", str(work / "source.db")],
                        env=bench_env(PYTHONPATH=str(args.base)), check=True, timeout=3600)
-        cued = give_cues(_url(server.url, "filled"))
         print(f"  filled at schema 7 in {time.perf_counter() - started:.1f} s, {cued:,} "
               "fragments with cues", file=sys.stderr)
         for i in range(args.runs):
