@@ -8,9 +8,11 @@ holds the key every machine computes. A pull is the reverse, into the local file
 offline. Nothing local is written before the hub has answered: a wrong URL or password, a
 server without pgvector, a newer schema or an unknown space stop the command first.
 
-Cue vectors are not copied: the hub's triggers mark every pushed note with cues due, and a
-push given the model embeds them after its rows are committed (best effort: a failure
-leaves them due for the next writer with the model, recall/cue_vector_upkeep.py)."""
+Cue vectors: the target's triggers mark every copied note with cues due; the source's
+vectors of those notes follow each chunk, stored only where the target keeps the same cues
+(the guard of set_cue_vectors), so nothing is embedded twice. A push given the model then
+embeds what is still due (best effort after its commits: a failure leaves them due for the
+next writer with the model, recall/cue_vector_upkeep.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from ..store import Store
 
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
+    from ..hub import HubStore
 
 CHUNK = 5000  # rows read and sent at a time: memory stays flat at any size
 Progress = Callable[[int, int], None]
@@ -52,7 +55,7 @@ class Plan:
 class Copied:
     fragments: int
     edges: int
-    cue_vectors: int = 0  # notes whose cue vectors the push embedded
+    cue_vectors: int = 0  # notes whose cue vectors came along or were embedded
 
 
 def init(settings: Settings, url: str, spaces: tuple[str, ...]) -> tuple[int, HubState]:
@@ -109,16 +112,18 @@ def push(settings: Settings, local: Store, space: str, progress: Progress | None
     try:
         adopt_remote_keys(local)
         total = local.count_fragments()
-        done = added = 0
+        done = added = carried = 0
         # At least this many are new: a large first push builds the vector index once.
         with hub.bulk_load(total - hub.count_fragments()):
             for chunk in _chunks(local.export_fragments()):
                 added += hub.insert_rows(chunk)[0]
+                carried += _carry_cue_vectors(local, hub, chunk)
                 done += len(chunk)
                 if progress:
                     progress(done, total)
         linked = sum(hub.insert_rows([], chunk)[1] for chunk in _chunks(local.export_edges()))
-        return Copied(added, linked, fill_after_write(hub, embedder, f"hub space {hub.space}"))
+        return Copied(added, linked,
+                      carried + fill_after_write(hub, embedder, f"hub space {hub.space}"))
     finally:
         hub.close()
 
@@ -141,15 +146,31 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
     try:
         before = local.counts()
         total = hub.count_fragments()
-        done = 0
+        done = carried = 0
         for chunk in _chunks(hub.export_fragments()):
             local.import_rows(chunk, [], [])
+            carried += _carry_cue_vectors(hub, local, chunk)
             done += len(chunk)
             if progress:
                 progress(done, total)
         for chunk in _chunks(hub.export_edges()):
             local.import_rows([], chunk, [])
         after = local.counts()
-        return Copied(after["fragments"] - before["fragments"], after["edges"] - before["edges"])
+        return Copied(after["fragments"] - before["fragments"], after["edges"] - before["edges"],
+                      carried)
     finally:
         hub.close()
+
+
+def _carry_cue_vectors(source: Store | HubStore, target: Store | HubStore,
+                       chunk: list[dict[str, Any]]) -> int:
+    """The source's cue vectors of the chunk's notes that the target lacks, stored where
+    the target's cues are the source's (a copy redacts and bounds them: otherwise they stay
+    due)."""
+    cued = {row["id"]: row["cues"] for row in chunk if row.get("cues")}
+    if not cued:
+        return 0
+    ids = list(cued)
+    have = target.cue_vectors(ids)
+    blobs = {fid: b for fid, b in source.cue_vectors(ids).items() if fid not in have}
+    return target.set_cue_vectors([(fid, cued[fid], b) for fid, b in blobs.items()])

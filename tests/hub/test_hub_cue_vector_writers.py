@@ -16,10 +16,12 @@ from lore_plugin.core.errors import LLMUnavailable
 from lore_plugin.core.types import NewFragment
 from lore_plugin.embedding.cue_vectors import closest, decode
 from lore_plugin.maintenance import hub_sync
+from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
 from lore_plugin.recall.cue_vector_upkeep import fill_after_write
 from lore_plugin.store import Store
 
 CUES = "start backend on my machine\nlocal development server"
+SECRET = "ghp_" + "A1b2C3d4E5" * 4
 
 
 def _settings(tmp_path, hub_url: str, space: str = "personal") -> Settings:
@@ -50,6 +52,35 @@ def test_a_push_carries_cues_and_the_pushing_client_embeds_them(tmp_path, hub_ur
     for phrase in CUES.splitlines():
         assert closest(embedder.embed([phrase])[0], got[fact]) == pytest.approx(1.0, abs=0.01)
     assert hub_sync.push(settings, local, hub_space.space, embedder=embedder).cue_vectors == 0
+    local.close()
+
+
+def test_push_and_pull_carry_the_vectors_the_other_side_has_without_the_model(
+        tmp_path, hub_url, hub_space, embedder):
+    local, _, fact = _local(tmp_path / "memory.db")
+    assert fill_cue_vectors(local, embedder) == 1  # the local file's own, as its service does
+    blob = local.cue_vectors([fact])[fact]
+    settings = _settings(tmp_path, hub_url)
+    assert hub_sync.push(settings, local, hub_space.space).cue_vectors == 1
+    assert hub_space.cue_vectors([fact]) == {fact: blob} and hub_space.cue_vectors_due(9) == []
+    assert hub_sync.push(settings, local, hub_space.space).cue_vectors == 0  # has them
+    other = Store(tmp_path / "other.db")
+    assert hub_sync.pull(settings, other, hub_space.space).cue_vectors == 1
+    assert other.cue_vectors([fact]) == {fact: blob} and other.cue_vectors_due(9) == []
+    local.close()
+    other.close()
+
+
+def test_vectors_of_cues_the_copy_changed_stay_behind(tmp_path, hub_url, hub_space, embedder):
+    local, _, fact = _local(tmp_path / "memory.db")
+    raw = f"login with {SECRET}\nstaging login"  # as an older Lore could have kept them
+    local.conn.execute("UPDATE fragments SET cues = ? WHERE id = ?", (raw, fact))
+    assert fill_cue_vectors(local, embedder) == 1 and local.cue_vectors([fact])
+    done = hub_sync.push(_settings(tmp_path, hub_url), local, hub_space.space)
+    assert (done.fragments, done.cue_vectors) == (2, 0)
+    kept = hub_space.get(fact).cues
+    assert SECRET not in kept and "staging login" in kept  # the hub redacted them
+    assert hub_space.cue_vectors([fact]) == {} and hub_space.cue_vectors_due(9) == [(fact, kept)]
     local.close()
 
 
