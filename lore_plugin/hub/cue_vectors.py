@@ -29,6 +29,15 @@ class CueVectors(HubConnection):
                          (self.space, list(ids)))
         return {r[0]: bytes(r[1]) for r in rows}
 
+    def cue_vectors_due_among(self, ids: Sequence[str]) -> list[str]:
+        """Those of `ids` whose vectors are due: what a push may bring along (hub_sync.py),
+        asked without reading any blob."""
+        if not ids:
+            return []
+        return [r[0] for r in self._all(
+            f"SELECT fragment_id FROM {TABLE} WHERE space = %s AND fragment_id = ANY(%s) "
+            "AND vectors IS NULL", (self.space, list(ids)))]
+
     def cue_vectors_due(self, limit: int) -> list[tuple[str, str]]:
         """Up to `limit` (note id, its cues) whose vectors are due; none to a role that may
         not write them (a reader): it would embed them only to have the write refused."""

@@ -117,7 +117,7 @@ def push(settings: Settings, local: Store, space: str, progress: Progress | None
         with hub.bulk_load(total - hub.count_fragments()):
             for chunk in _chunks(local.export_fragments()):
                 added += hub.insert_rows(chunk)[0]
-                carried += _carry_cue_vectors(local, hub, chunk)
+                carried += _carry_cue_vectors(local, hub, chunk, hub.cue_vectors_due_among)
                 done += len(chunk)
                 if progress:
                     progress(done, total)
@@ -149,7 +149,7 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
         done = carried = 0
         for chunk in _chunks(hub.export_fragments()):
             local.import_rows(chunk, [], [])
-            carried += _carry_cue_vectors(hub, local, chunk)
+            carried += _carry_cue_vectors(hub, local, chunk, _lacking_locally(local))
             done += len(chunk)
             if progress:
                 progress(done, total)
@@ -163,14 +163,19 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
 
 
 def _carry_cue_vectors(source: Store | HubStore, target: Store | HubStore,
-                       chunk: list[dict[str, Any]]) -> int:
-    """The source's cue vectors of the chunk's notes that the target lacks, stored where
-    the target's cues are the source's (a copy redacts and bounds them: otherwise they stay
-    due)."""
+                       chunk: list[dict[str, Any]],
+                       lacking: Callable[[list[str]], list[str]]) -> int:
+    """The source's cue vectors of the chunk's notes that the target `lacking` says it has
+    none of, stored where the target's cues are the source's (a copy redacts and bounds
+    them: otherwise they stay due)."""
     cued = {row["id"]: row["cues"] for row in chunk if row.get("cues")}
-    if not cued:
-        return 0
-    ids = list(cued)
-    have = target.cue_vectors(ids)
-    blobs = {fid: b for fid, b in source.cue_vectors(ids).items() if fid not in have}
+    wanted = lacking(list(cued)) if cued else []
+    blobs = source.cue_vectors(wanted) if wanted else {}
     return target.set_cue_vectors([(fid, cued[fid], b) for fid, b in blobs.items()])
+
+
+def _lacking_locally(local: Store) -> Callable[[list[str]], list[str]]:
+    def lacking(ids: list[str]) -> list[str]:
+        have = local.cue_vectors(ids)  # the local file's blobs: an in-process read
+        return [fid for fid in ids if fid not in have]
+    return lacking

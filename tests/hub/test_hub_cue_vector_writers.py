@@ -1,7 +1,8 @@
 """Who fills a hub space's cue vectors (issue 30): the writers that hold the model, after
-their own commit. `lore hub push` carries cues and embeds them; the ingestion worker's hub
-spaces and a hub space's consolidation fill what is due; a failure leaves them due and
-never reaches the write."""
+their own commit. `lore hub push` carries cues and the other side's vectors of them (pull
+too), and embeds the rest; the service's stores, the ingestion worker's hub spaces and a hub
+space's consolidation fill what is due; a failure leaves them due and never reaches the
+write."""
 
 from __future__ import annotations
 
