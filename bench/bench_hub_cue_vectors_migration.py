@@ -37,8 +37,9 @@ from psycopg import conninfo
 ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = ROOT / "bench" / ".cache"
 # Three phrases a note, made from its own text (SQLite's || and char(10): a newline).
-CUES = ("'how do I ' || lower(substr(summary, 1, 40)) || char(10) || 'where is ' || "
-        "substr(id, 1, 8) || ' configured' || char(10) || 'why ' || lower(substr(content, 1, 30))")
+CUES = ("'how do I ' || trim(lower(substr(summary, 1, 40))) || char(10) || 'where is ' || "
+        "substr(id, 1, 8) || ' configured' || char(10) || 'why ' || "
+        "trim(lower(substr(content, 1, 30)))")
 
 
 def _url(server: str, database: str) -> str:

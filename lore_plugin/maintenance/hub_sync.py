@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..capture.hub_link import conninfo, open_store
 from ..capture.project_keys import adopt_remote_keys
 from ..core.config import Settings
+from ..hub.rows import stored_cues
 from ..recall.cue_vector_upkeep import fill_after_write
 from ..store import Store
 
@@ -166,9 +167,11 @@ def _carry_cue_vectors(source: Store | HubStore, target: Store | HubStore,
                        chunk: list[dict[str, Any]],
                        lacking: Callable[[list[str]], list[str]]) -> int:
     """The source's cue vectors of the chunk's notes that the target `lacking` says it has
-    none of, stored where the target's cues are the source's (a copy redacts and bounds
-    them: otherwise they stay due)."""
-    cued = {row["id"]: row["cues"] for row in chunk if row.get("cues")}
+    none of, stored where the target's cues are the source's. A copy redacts and bounds
+    cues (stored_cues): vectors of cues it changed are not even sent, and the target's
+    guard refuses any that still differ; those notes stay due."""
+    cued = {row["id"]: row["cues"] for row in chunk
+            if row.get("cues") and stored_cues(row["cues"]) == row["cues"]}
     wanted = lacking(list(cued)) if cued else []
     blobs = source.cue_vectors(wanted) if wanted else {}
     return target.set_cue_vectors([(fid, cued[fid], b) for fid, b in blobs.items()])
