@@ -170,9 +170,9 @@ def _carry_cue_vectors(source: Store | HubStore, target: Store | HubStore,
     none of, stored where the target's cues are the source's. A copy redacts and bounds
     cues (stored_cues): vectors of cues it changed are not even sent, and the target's
     guard refuses any that still differ; those notes stay due."""
-    cued = {row["id"]: row["cues"] for row in chunk
-            if row.get("cues") and stored_cues(row["cues"]) == row["cues"]}
-    wanted = lacking(list(cued)) if cued else []
+    cued = {row["id"]: row["cues"] for row in chunk if row.get("cues")}
+    wanted = [fid for fid in (lacking(list(cued)) if cued else [])
+              if stored_cues(cued[fid]) == cued[fid]]
     blobs = source.cue_vectors(wanted) if wanted else {}
     return target.set_cue_vectors([(fid, cued[fid], b) for fid, b in blobs.items()])
 
