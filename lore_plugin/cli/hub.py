@@ -125,7 +125,7 @@ def _copy(args: argparse.Namespace, settings: Settings, direction: str) -> int:
         print(f"{direction}: {done.fragments} fragments and {done.edges} edges added in "
               f"{took:.1f} s ({plan.source / took if took > 0 else 0:.0f} fragments/s read)")
         if done.cue_vectors:
-            print(f"cue vectors embedded for {done.cue_vectors} notes")
+            print(f"cue vectors for {done.cue_vectors} notes (carried, or embedded here)")
         return 0
     finally:
         local.close()

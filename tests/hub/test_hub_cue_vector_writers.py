@@ -16,6 +16,7 @@ from lore_plugin.core.config import Settings
 from lore_plugin.core.errors import LLMUnavailable
 from lore_plugin.core.types import NewFragment
 from lore_plugin.embedding.cue_vectors import closest, decode
+from lore_plugin.hub import HubStore
 from lore_plugin.maintenance import hub_sync
 from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
 from lore_plugin.recall.cue_vector_upkeep import fill_after_write
@@ -159,3 +160,21 @@ def test_the_service_storing_into_a_hub_space_fills_its_cues_after_the_answer(
         assert decode(hub_space.cue_vectors([fid])[fid]).shape == (2, 384)
     finally:
         service.close()
+
+
+def test_lore_hub_push_embeds_the_cues_the_local_file_has_no_vectors_for(tmp_path, hub_url):
+    from tests.cli.test_hub_cli import fresh_database, lore
+
+    home = tmp_path / "laptop"
+    home.mkdir()
+    local, _, fact = _local(home / "memory.db")  # due locally: no service has filled them
+    local.close()
+    url = fresh_database(hub_url)
+    assert lore(home, "hub", "init", url).returncode == 0
+    pushed = lore(home, "hub", "push", "--space", "personal", "--yes", LORE_HUB_URL=url)
+    assert "cue vectors for 1 notes" in pushed.stdout, pushed.stderr
+    space = HubStore(url, "personal")
+    try:
+        assert decode(space.cue_vectors([fact])[fact]).shape == (2, 384)
+    finally:
+        space.close()
