@@ -8,11 +8,9 @@ holds the key every machine computes. A pull is the reverse, into the local file
 offline. Nothing local is written before the hub has answered: a wrong URL or password, a
 server without pgvector, a newer schema or an unknown space stop the command first.
 
-Cue vectors: the target's triggers mark every copied note with cues due; the source's
-vectors of those notes follow each chunk, stored only where the target keeps the same cues
-(the guard of set_cue_vectors), so nothing is embedded twice. A push given the model then
-embeds what is still due (best effort after its commits: a failure leaves them due for the
-next writer with the model, recall/cue_vector_upkeep.py)."""
+Cue vectors follow each chunk where the other side has them (cue_vector_carry.py); a push
+given the model then embeds what is still due (best effort after its commits: a failure
+leaves them due for the next writer with the model, recall/cue_vector_upkeep.py)."""
 
 from __future__ import annotations
 
@@ -24,13 +22,12 @@ from typing import TYPE_CHECKING, Any
 from ..capture.hub_link import conninfo, open_store
 from ..capture.project_keys import adopt_remote_keys
 from ..core.config import Settings
-from ..hub.rows import stored_cues
 from ..recall.cue_vector_upkeep import fill_after_write
 from ..store import Store
+from .cue_vector_carry import carry_cue_vectors, lacking_locally
 
 if TYPE_CHECKING:
     from ..embedding.embedder import Embedder
-    from ..hub import HubStore
 
 CHUNK = 5000  # rows read and sent at a time: memory stays flat at any size
 Progress = Callable[[int, int], None]
@@ -118,7 +115,7 @@ def push(settings: Settings, local: Store, space: str, progress: Progress | None
         with hub.bulk_load(total - hub.count_fragments()):
             for chunk in _chunks(local.export_fragments()):
                 added += hub.insert_rows(chunk)[0]
-                carried += _carry_cue_vectors(local, hub, chunk, hub.cue_vectors_due_among)
+                carried += carry_cue_vectors(local, hub, chunk, hub.cue_vectors_due_among)
                 done += len(chunk)
                 if progress:
                     progress(done, total)
@@ -150,7 +147,7 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
         done = carried = 0
         for chunk in _chunks(hub.export_fragments()):
             local.import_rows(chunk, [], [])
-            carried += _carry_cue_vectors(hub, local, chunk, _lacking_locally(local))
+            carried += carry_cue_vectors(hub, local, chunk, lacking_locally(local))
             done += len(chunk)
             if progress:
                 progress(done, total)
@@ -162,23 +159,3 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
     finally:
         hub.close()
 
-
-def _carry_cue_vectors(source: Store | HubStore, target: Store | HubStore,
-                       chunk: list[dict[str, Any]],
-                       lacking: Callable[[list[str]], list[str]]) -> int:
-    """The source's cue vectors of the chunk's notes that the target `lacking` says it has
-    none of, stored where the target's cues are the source's. A copy redacts and bounds
-    cues (stored_cues): vectors of cues it changed are not even sent, and the target's
-    guard refuses any that still differ; those notes stay due."""
-    cued = {row["id"]: row["cues"] for row in chunk if row.get("cues")}
-    wanted = [fid for fid in (lacking(list(cued)) if cued else [])
-              if stored_cues(cued[fid]) == cued[fid]]
-    blobs = source.cue_vectors(wanted) if wanted else {}
-    return target.set_cue_vectors([(fid, cued[fid], b) for fid, b in blobs.items()])
-
-
-def _lacking_locally(local: Store) -> Callable[[list[str]], list[str]]:
-    def lacking(ids: list[str]) -> list[str]:
-        have = local.cue_vectors(ids)  # the local file's blobs: an in-process read
-        return [fid for fid in ids if fid not in have]
-    return lacking

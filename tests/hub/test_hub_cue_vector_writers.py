@@ -73,6 +73,22 @@ def test_push_and_pull_carry_the_vectors_the_other_side_has_without_the_model(
     other.close()
 
 
+def test_share_and_unshare_carry_a_note_s_cue_vectors_both_ways(tmp_path, hub_url, hub_space,
+                                                                  embedder):
+    from lore_plugin.maintenance.share_moves import share, unshare
+
+    local, _, fact = _local(tmp_path / "memory.db")
+    assert fill_cue_vectors(local, embedder) == 1
+    blob = local.cue_vectors([fact])[fact]
+    settings = _settings(tmp_path, hub_url)
+    share(settings, local, fact, hub_space.space, None)
+    assert not local.has_fragment(fact) and local.cue_vectors([fact]) == {}
+    assert hub_space.cue_vectors([fact]) == {fact: blob} and hub_space.cue_vectors_due(9) == []
+    unshare(settings, local, fact, hub_space.space, None)
+    assert local.cue_vectors([fact]) == {fact: blob} and local.cue_vectors_due(9) == []
+    local.close()
+
+
 def test_vectors_of_cues_the_copy_changed_stay_behind(tmp_path, hub_url, hub_space, embedder):
     local, _, fact = _local(tmp_path / "memory.db")
     raw = f"login with {SECRET}\nstaging login"  # as an older Lore could have kept them
