@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.config import Settings
 from ..core.errors import LLMUnavailable, LoreError
-from ..recall.cue_vector_upkeep import fill_after_write
 from .cycle import Clock, consolidate
 from .schedule import default_embedder, default_llm, summary_line
 
@@ -88,12 +87,8 @@ def consolidate_space(settings: Settings, store: HubStore, clock: Clock, tools: 
         if not force and not space_overdue(settings, store, clock):
             return "not due"  # another machine finished just before we took the lock
         t = tools.get()
-        report = consolidate(settings, store, clock, t.llm,  # type: ignore[arg-type]
-                             t.embedder, llm_missing=t.llm_missing)
-    # Issue 30: the cues the cycle wrote (and any a writer without the model left) get
-    # their vectors, after the cycle's commits and outside its lock; best effort.
-    report["cue_vectors"] = fill_after_write(store, t.embedder, f"hub space {store.space}")
-    return report
+        return consolidate(settings, store, clock, t.llm,  # type: ignore[arg-type]
+                           t.embedder, llm_missing=t.llm_missing)
 
 
 def run_hub_if_overdue(settings: Settings, clock: Clock, force: bool = False,
