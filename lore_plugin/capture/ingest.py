@@ -90,9 +90,8 @@ class Ingestor:
 
     def ingest(self, path: Path, session_id: str | None = None, retry_parked: bool = False,
                ignore_backoff: bool = False, history_end: int | None = None) -> IngestReport:
-        """Processes every complete unread line of one transcript, batch by batch. With
-        history_end, reads the transcript's history from before Lore's first run instead
-        (`lore ingest`), under its own watermark, up to that offset."""
+        """Processes every complete unread line of one transcript, batch by batch (with history_end,
+        its history from before Lore's first run up to that offset, `lore ingest`, own watermark)."""
         report = IngestReport(files=[str(path)])
         if self._memory is None:
             self._memory = Memory(self.settings.db_path, self.embedder, self.clock)
@@ -104,6 +103,7 @@ class Ingestor:
             why = self.routes.ingest_into(space, str(path), self._memory, lambda m: (
                 self._loop(m, path, session_id, report, retry_parked, ignore_backoff, None)))
             report.skipped = why or report.skipped
+        self.routes.fill_cue_vectors()  # issue 30: what the hub writes above left due
         return report
 
     def _loop(self, memory: Memory, path: Path, session_id: str | None, report: IngestReport,

@@ -15,17 +15,21 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from ..core.config import Settings
 from ..core.controls import transcript_cwd
 from ..core.errors import ConfigError, LoreError
 from ..core.project import project_key
 from ..embedding.embedder import Embedder
+from ..recall.cue_vector_fill import DueCues
+from ..recall.cue_vector_upkeep import fill_after_write
 from ..recall.memory import Memory
 from ..recall.spaces import LOCAL
 from .hub_link import open_memory
 
 log = logging.getLogger("lore.capture")
+FILL_MOST = 256  # notes a transcript's ingestion embeds the cues of, per hub space
 
 
 def transcript_space(settings: Settings, path: Path, cwd: str | None = None) -> str:
@@ -85,6 +89,16 @@ class Routes:
             return f"hub space {space} not reached: {exc}"
         self.mirror(key, local, hub)
         return None
+
+    def fill_cue_vectors(self, most: int = FILL_MOST) -> int:
+        """After a transcript's batches: the cue vectors its writes left due in the hub
+        spaces written (a team space's share among them), with the ingestor's model, after
+        their commits; at most `most` notes a space, so that a migrated hub's backlog does
+        not hold up the queue (the cycle fills the rest). Best effort; returns how many
+        notes got them."""
+        return sum(fill_after_write(cast(DueCues, memory.writer), self.embedder,
+                                    f"hub space {space}", most)
+                   for space, memory in list(self._open.items()))
 
     def drop(self, space: str) -> None:
         memory = self._open.pop(space, None)

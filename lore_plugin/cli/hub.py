@@ -110,12 +110,22 @@ def _copy(args: argparse.Namespace, settings: Settings, direction: str) -> int:
             print(f"nothing copied: run `lore hub {direction} --space {args.space} --yes` to do it")
             return 0
         started = time.monotonic()
-        copy = hub_sync.push if direction == "push" else hub_sync.pull
-        done = copy(settings, local, args.space,
-                    lambda n, total: _progress(n, total, direction))
+
+        def progress(n: int, total: int) -> None:
+            _progress(n, total, direction)
+
+        if direction == "push":  # the model loads only if pushed notes' cues need vectors
+            from ..embedding.embedder import LocalEmbedder
+
+            done = hub_sync.push(settings, local, args.space, progress,
+                                 LocalEmbedder(settings.home / "models", threads=None))
+        else:
+            done = hub_sync.pull(settings, local, args.space, progress)
         took = time.monotonic() - started
         print(f"{direction}: {done.fragments} fragments and {done.edges} edges added in "
               f"{took:.1f} s ({plan.source / took if took > 0 else 0:.0f} fragments/s read)")
+        if done.cue_vectors:
+            print(f"cue vectors for {done.cue_vectors} notes (carried, or embedded here)")
         return 0
     finally:
         local.close()

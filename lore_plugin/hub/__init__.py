@@ -14,6 +14,8 @@ over one space of a hub, for ingestion, storing, recall and the watermark path:
     term_counts  how many fragments hold each query term (idf), kept a minute
     words_sql    the keyword search's narrow table and each lexeme's count, kept by triggers
     cues_sql     cues beside each fragment (migration 7), searched as its words: lore_words
+    cue_vectors_sql  the vectors of each note's cues (migration 8): due rows kept by triggers
+    cue_vectors  those vectors read for a prompt's candidates, listed due, filled (guarded)
     rows         a whole fragment as the hub reads it (with its cues); cues as it keeps them
     keywords     tsvector search on FTS5's scale over the rarest terms' matches
     state        the memory state in its narrow table (migration 5): the join readers use,
@@ -32,6 +34,7 @@ from __future__ import annotations
 from .bookkeeping import Bookkeeping
 from .connection import DEFAULT_MODEL
 from .corrections import Corrections
+from .cue_vectors import CueVectors
 from .errors import (
     HubError,
     HubSchemaTooNew,
@@ -54,8 +57,9 @@ __all__ = ["DEFAULT_MODEL", "HubError", "HubSchemaTooNew", "HubStore", "HubUnava
 
 
 class HubStore(Transfer, Keywords, Bookkeeping, Ledger, TeamReads, Corrections, Upkeep,
-               Forgetting):
-    # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28)
+               Forgetting, CueVectors):
+    # TeamReads, Corrections: issue 29; Upkeep, Forgetting: consolidation of hub spaces (28);
+    # CueVectors: the vectors of cue phrases (30)
     """One space of a hub, through a small connection pool (see the modules)."""
 
 

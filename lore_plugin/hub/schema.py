@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .access_sql import MIGRATION as TEAM_ACCESS
 from .correct_sql import MIGRATION as TEAM_CORRECT
+from .cue_vectors_sql import MIGRATION as CUE_VECTORS
 from .cues_sql import MIGRATION as CUES
 from .forget_sql import MIGRATION as TEAM_FORGET
 from .state_sql import MIGRATION as MEMORY_STATE
@@ -172,6 +173,8 @@ MIGRATIONS: list[str] = [
     KEYWORD_TABLE,
     # 7: cues beside each fragment, searched as its words (the tsv column gives way to them)
     CUES,
+    # 8: the vectors of each note's cue phrases, kept due by triggers until filled
+    CUE_VECTORS,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,19 +6,28 @@ has, so a second push adds nothing and an interrupted one is finished by running
 Local rows still keyed by a repository's path move to its remote key first, so the space
 holds the key every machine computes. A pull is the reverse, into the local file, for work
 offline. Nothing local is written before the hub has answered: a wrong URL or password, a
-server without pgvector, a newer schema or an unknown space stop the command first."""
+server without pgvector, a newer schema or an unknown space stop the command first.
+
+Cue vectors follow each chunk where the other side has them (cue_vector_carry.py); a push
+given the model then embeds what is still due (best effort after its commits: a failure
+leaves them due for the next writer with the model, recall/cue_vector_upkeep.py)."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capture.hub_link import conninfo, open_store
 from ..capture.project_keys import adopt_remote_keys
 from ..core.config import Settings
+from ..recall.cue_vector_upkeep import fill_after_write
 from ..store import Store
+from .cue_vector_carry import carry_cue_vectors, lacking_locally
+
+if TYPE_CHECKING:
+    from ..embedding.embedder import Embedder
 
 CHUNK = 5000  # rows read and sent at a time: memory stays flat at any size
 Progress = Callable[[int, int], None]
@@ -44,6 +53,7 @@ class Plan:
 class Copied:
     fragments: int
     edges: int
+    cue_vectors: int = 0  # notes whose cue vectors came along or were embedded
 
 
 def init(settings: Settings, url: str, spaces: tuple[str, ...]) -> tuple[int, HubState]:
@@ -94,22 +104,24 @@ def plan_push(settings: Settings, local: Store, space: str) -> Plan:
         hub.close()
 
 
-def push(settings: Settings, local: Store, space: str, progress: Progress | None = None
-         ) -> Copied:
+def push(settings: Settings, local: Store, space: str, progress: Progress | None = None,
+         embedder: Embedder | None = None) -> Copied:
     hub = open_store(settings, space)
     try:
         adopt_remote_keys(local)
         total = local.count_fragments()
-        done = added = 0
+        done = added = carried = 0
         # At least this many are new: a large first push builds the vector index once.
         with hub.bulk_load(total - hub.count_fragments()):
             for chunk in _chunks(local.export_fragments()):
                 added += hub.insert_rows(chunk)[0]
+                carried += carry_cue_vectors(local, hub, chunk, hub.cue_vectors_due_among)
                 done += len(chunk)
                 if progress:
                     progress(done, total)
         linked = sum(hub.insert_rows([], chunk)[1] for chunk in _chunks(local.export_edges()))
-        return Copied(added, linked)
+        return Copied(added, linked,
+                      carried + fill_after_write(hub, embedder, f"hub space {hub.space}"))
     finally:
         hub.close()
 
@@ -132,15 +144,18 @@ def pull(settings: Settings, local: Store, space: str, progress: Progress | None
     try:
         before = local.counts()
         total = hub.count_fragments()
-        done = 0
+        done = carried = 0
         for chunk in _chunks(hub.export_fragments()):
             local.import_rows(chunk, [], [])
+            carried += carry_cue_vectors(hub, local, chunk, lacking_locally(local))
             done += len(chunk)
             if progress:
                 progress(done, total)
         for chunk in _chunks(hub.export_edges()):
             local.import_rows([], chunk, [])
         after = local.counts()
-        return Copied(after["fragments"] - before["fragments"], after["edges"] - before["edges"])
+        return Copied(after["fragments"] - before["fragments"], after["edges"] - before["edges"],
+                      carried)
     finally:
         hub.close()
+

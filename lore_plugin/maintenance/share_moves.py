@@ -26,6 +26,7 @@ from ..core.faults import crash_point
 from ..core.teamconfig import team_space
 from ..recall.render import clip
 from ..store import Store
+from .cue_vector_carry import carry_quietly, lacking_locally
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,7 @@ def share(settings: Settings, local: Store, given: str, space: str | None, cwd: 
         hub.insert_rows(rows, _edges(local.export_edges(), ids))
         if not hub.has_fragment(fid):
             raise NotFound(f"the team space {space} did not keep {fid[:8]}; nothing was moved")
+        carry_quietly(local, hub, rows, hub.cue_vectors_due_among)  # what the file embedded
         now = clock()
         label = f"shared “{clip(frags[fid].summary, 50)}” into {space} (undo: lore unshare {fid[:8]})"
         hub.journal_add("share", fid, label, {}, now)
@@ -134,6 +136,7 @@ def unshare(settings: Settings, local: Store, given: str, space: str | None, cwd
         # nothing), then the team's rows go in one hub transaction: killed between the two,
         # the knowledge is in both places and running the command again finishes the move.
         local.import_rows(rows, _edges(hub.export_edges(), ids), [])
+        carry_quietly(hub, local, rows, lacking_locally(local))
         crash_point("unshare-after-copy")
         summary = next((r["summary"] for r in rows if r["id"] == fid), fid)
         now = clock()

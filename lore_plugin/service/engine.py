@@ -82,6 +82,13 @@ class Service:
             except RuntimeError:  # shutting down: reinforcement is best effort
                 pass
 
+    def later(self, work: Callable[[], object]) -> None:
+        """Other best-effort work off the answer path, on the same thread (in order)."""
+        try:
+            self._reinforcer.submit(work)
+        except RuntimeError:  # shutting down
+            pass
+
     def _reinforce(self, ids: list[str]) -> None:
         if self._reinforcing is None:
             m = self.memory

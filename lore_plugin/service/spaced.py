@@ -5,9 +5,12 @@ project is routed to. Without a hub these are the local memory's own calls, unch
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 from ..core.config import Settings
 from ..core.types import Fragment
+from ..recall.cue_vector_fill import DueCues
+from ..recall.cue_vector_upkeep import fill_after_write
 from ..recall.memory import Memory
 from ..recall.spaces import LOCAL, FusedRecall, SpaceHit, Spaces
 from ..recall.storing import Stored, store_knowledge
@@ -16,6 +19,8 @@ from .engine import Service
 __all__ = ["LOCAL", "Spaces", "attach", "fused_query", "store", "write_space"]
 
 log = logging.getLogger(__name__)
+FILL_STEP = 8  # notes whose cues are embedded under the service's lock at a time (~0.1 s)
+FILL_MOST = 64  # a store's share of a backlog (a migrated hub): closing waits for it
 
 
 def attach(service: Service, settings: Settings) -> None:
@@ -71,4 +76,27 @@ def store(service: Service, space: str, content: str, summary: str, parent_id: s
     stored = service.call(lambda m: store_knowledge(hub(m), content, summary, parent_id, depth,
                                                     cues=cues), True, project)
     parent = service.call(lambda m: hub(m).parent(stored.fragment.id), project=project)
+    if cues:
+        fill_later(service, service.spaces.memory(space))  # type: ignore[union-attr]  # open
     return stored, parent
+
+
+def fill_later(service: Service, target: Memory) -> None:
+    """After the answer: the cue vectors the store left due in the hub space, a few notes
+    at a time under the service's lock (the model is the service's, and tools wait for it
+    only that long), up to FILL_MOST notes (the rest of a backlog is the worker's and the
+    cycle's, or the next store's). Best effort: a failure leaves them due."""
+    hub = cast("DueCues", target.writer)  # a hub space's Memory writes through its HubStore
+    where = f"hub space {getattr(hub, 'space', '?')}"
+
+    def step(_: Memory) -> int:
+        return fill_after_write(hub, target.embedder, where, most=FILL_STEP)
+
+    def work() -> None:
+        try:
+            for _ in range(FILL_MOST // FILL_STEP):
+                if service.call(step) < FILL_STEP:
+                    break
+        except Exception as exc:  # the service's own refusals (busy): due, not lost
+            log.warning("cue vectors of %s left due: %s", where, exc)
+    service.later(work)

@@ -20,6 +20,7 @@ from lore_plugin.hub import HubStore, UnknownSpace
 from lore_plugin.hub.access import Team
 from lore_plugin.hub.access_sql import OWN_ROWS, SHARED
 from lore_plugin.hub.correct_sql import TABLE as CORRECTIONS
+from lore_plugin.hub.cue_vectors_sql import TABLE as CUE_VECTORS
 from lore_plugin.hub.errors import HubAccessDenied
 from lore_plugin.hub.state_sql import TABLE as STATE
 from lore_plugin.hub.words_sql import COUNTS
@@ -27,7 +28,7 @@ from lore_plugin.hub.words_sql import TABLE as WORDS
 from lore_plugin.recall.memory import Memory
 from tests.hub.team_roles import TeamHub, make_team
 
-TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, "spaces",
+TABLES = (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, CUE_VECTORS, "spaces",
           "space_members")
 FACT = "Deploys of the billing service go through the release train on Tuesdays."
 
@@ -44,7 +45,8 @@ def _fill(store: HubStore) -> str:
                                      depth=0), now)
     fact = store.insert(NewFragment(content=FACT + " Frozen from 2026-12-20 to 2026-12-31.",
                                     summary="Billing deploys ride the Tuesday train", depth=1,
-                                    source_session="s-1"), now, parent_id=topic)
+                                    source_session="s-1", cues="billing release train"),
+                         now, parent_id=topic)  # cues: a row of cue_vectors
     store.set_watermark("/t/one.jsonl", 100, now)
     store.record_failure("/t/two.jsonl", 0, 50, "boom", now, 60, 3)
     store.record_history([("/t/three.jsonl", 10)], now)
@@ -97,6 +99,7 @@ INSERTS = {
     WORDS: "INSERT INTO fragment_words (space, id, tsv) VALUES (%s, 'f00d', 'x')",
     COUNTS: "INSERT INTO lexeme_counts (space, lexeme, change) VALUES (%s, 'x', 1)",
     CORRECTIONS: "INSERT INTO supersessions (space, old_id, new_id) VALUES (%s, 'a', 'b')",
+    CUE_VECTORS: "INSERT INTO cue_vectors (space, fragment_id) VALUES (%s, 'f00d')",
     STATE: "INSERT INTO fragment_state (space, id, decay_rate, last_accessed, last_reinforced, "
            "relevance_score) VALUES (%s, 'f00d', 0.1, 1, 1, 1)",
     "spaces": "INSERT INTO spaces (name, created_at) VALUES (%s, 1)",
@@ -104,12 +107,15 @@ INSERTS = {
                      "VALUES (%s, current_user::regrole, 'owner')",
 }
 UPDATES = {t: f"UPDATE {t} SET space = space WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS)}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, CUE_VECTORS)}
+UPDATES[CUE_VECTORS] = ("UPDATE cue_vectors SET vectors = decode(repeat('00', 388), 'hex') "
+                         "WHERE space = %s")
 UPDATES[STATE] = "UPDATE fragment_state SET relevance_score = 9, returned = 9 WHERE space = %s"
 UPDATES["spaces"] = "UPDATE spaces SET embed_model = 'other' WHERE name = %s"
 UPDATES["space_members"] = "UPDATE space_members SET level = 'owner' WHERE space = %s"
 DELETES = {t: f"DELETE FROM {t} WHERE space = %s"
-           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, "space_members")}
+           for t in (*SHARED, *OWN_ROWS, CORRECTIONS, STATE, WORDS, COUNTS, CUE_VECTORS,
+                     "space_members")}
 DELETES["spaces"] = "DELETE FROM spaces WHERE name = %s"
 
 
