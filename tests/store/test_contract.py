@@ -167,6 +167,32 @@ def test_a_merge_joins_the_victims_cues_to_the_survivors_in_its_transaction(back
     assert store.merge_topic(gone, keep, 6.0) is None
 
 
+def test_cue_vectors_are_due_until_filled_and_never_served_for_older_cues(backend, embedder):
+    """The seam the per-prompt judge and search read cue vectors through (issue 30): a note
+    stored with cues is due; the fill stores its vectors; a change of cues makes it due again
+    and its old vectors are not served; cues cleared leave nothing due."""
+    from lore_plugin.embedding.cue_vectors import closest
+    from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
+
+    store = backend.store
+    cued = store.insert(_frag("Recharts draws our charts", cues="charting library"), now=1.0)
+    plain = store.insert(_frag("Tabs in Go files"), now=1.0)
+    assert store.cue_vectors_due(10) == [(cued, "charting library")]
+    assert store.cue_vectors([cued, plain]) == {}
+    assert fill_cue_vectors(store, embedder) == 1
+    blob = store.cue_vectors([cued, plain])[cued]
+    assert closest(embedder.embed(["charting library"])[0], blob) == pytest.approx(1.0, abs=0.01)
+    # A fill made from cues that have since changed is refused, and the note stays due.
+    store.update_text(cued, cues="graph library\nhow charts are drawn")
+    assert store.cue_vectors([cued]) == {}
+    assert store.set_cue_vectors([(cued, "charting library", blob)]) == 0
+    assert store.cue_vectors_due(10) == [(cued, "graph library\nhow charts are drawn")]
+    assert fill_cue_vectors(store, embedder) == 1
+    assert len(store.cue_vectors([cued])[cued]) == 2 * (4 + 384)
+    store.update_text(cued, cues="")
+    assert store.cue_vectors([cued]) == {} and store.cue_vectors_due(10) == []
+
+
 def test_topics_named_lists_every_live_topic_of_that_name_with_its_project(backend):
     store = backend.store
     atlas = store.insert(_frag("Deploys", 0, project="/work/atlas"), now=1.0)
