@@ -14,6 +14,7 @@ import pytest
 
 PG15 = Path("/usr/lib/postgresql/15/bin")
 PASSWORD = "right-horse-battery"
+SECRET = "ghp_" + "A1b2C3d4E5" * 4  # a GitHub token's shape: what redaction must catch
 
 
 def _free_port() -> int:
@@ -48,3 +49,18 @@ def plain_postgres() -> str:
         subprocess.run([*as_user, str(PG15 / "pg_ctl"), "-D", str(data), "-w", "-m", "fast",
                         "stop"], capture_output=True, timeout=60)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+CUES = "start backend on my machine\nlocal development server"
+
+
+def local_atlas(path: Path):
+    """A local memory holding topic "Atlas" and one fact with CUES: (store, topic, fact)."""
+    from lore_plugin.core.types import NewFragment
+    from lore_plugin.store import Store
+
+    store = Store(path)
+    topic = store.insert(NewFragment(content="Atlas", summary="Atlas", depth=0), 1.0)
+    fact = store.insert(NewFragment(content="To run atlas use make dev", summary="Running atlas",
+                                    depth=2, cues=CUES), 2.0, parent_id=topic)
+    return store, topic, fact

@@ -21,22 +21,13 @@ from lore_plugin.maintenance import hub_sync
 from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
 from lore_plugin.recall.cue_vector_upkeep import fill_after_write
 from lore_plugin.store import Store
-
-CUES = "start backend on my machine\nlocal development server"
-SECRET = "ghp_" + "A1b2C3d4E5" * 4
+from tests.hub.conftest import CUES, SECRET, local_atlas
 
 
 def _settings(tmp_path, hub_url: str, space: str = "personal") -> Settings:
     return Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home", hub_url=hub_url,
                     hub_space=space)
 
-
-def _local(path) -> tuple[Store, str, str]:
-    store = Store(path)
-    topic = store.insert(NewFragment(content="Atlas", summary="Atlas", depth=0), 1.0)
-    fact = store.insert(NewFragment(content="To run atlas use make dev", summary="Running atlas",
-                                    depth=2, cues=CUES), 2.0, parent_id=topic)
-    return store, topic, fact
 
 
 def _no_llm(settings: Settings):
@@ -45,7 +36,7 @@ def _no_llm(settings: Settings):
 
 def test_a_push_carries_cues_and_the_pushing_client_embeds_them(tmp_path, hub_url, hub_space,
                                                                 embedder):
-    local, topic, fact = _local(tmp_path / "memory.db")
+    local, topic, fact = local_atlas(tmp_path / "memory.db")
     settings = _settings(tmp_path, hub_url)
     done = hub_sync.push(settings, local, hub_space.space, embedder=embedder)
     assert (done.fragments, done.cue_vectors) == (2, 1)
@@ -59,7 +50,7 @@ def test_a_push_carries_cues_and_the_pushing_client_embeds_them(tmp_path, hub_ur
 
 def test_push_and_pull_carry_the_vectors_the_other_side_has_without_the_model(
         tmp_path, hub_url, hub_space, embedder):
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     assert fill_cue_vectors(local, embedder) == 1  # the local file's own, as its service does
     blob = local.cue_vectors([fact])[fact]
     settings = _settings(tmp_path, hub_url)
@@ -77,7 +68,7 @@ def test_share_and_unshare_carry_a_note_s_cue_vectors_both_ways(tmp_path, hub_ur
                                                                   embedder):
     from lore_plugin.maintenance.share_moves import share, unshare
 
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     assert fill_cue_vectors(local, embedder) == 1
     blob = local.cue_vectors([fact])[fact]
     settings = _settings(tmp_path, hub_url)
@@ -90,7 +81,7 @@ def test_share_and_unshare_carry_a_note_s_cue_vectors_both_ways(tmp_path, hub_ur
 
 
 def test_vectors_of_cues_the_copy_changed_stay_behind(tmp_path, hub_url, hub_space, embedder):
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     raw = f"login with {SECRET}\nstaging login"  # as an older Lore could have kept them
     local.conn.execute("UPDATE fragments SET cues = ? WHERE id = ?", (raw, fact))
     assert fill_cue_vectors(local, embedder) == 1 and local.cue_vectors([fact])
@@ -103,7 +94,7 @@ def test_vectors_of_cues_the_copy_changed_stay_behind(tmp_path, hub_url, hub_spa
 
 
 def test_a_push_without_the_model_leaves_the_cues_due(tmp_path, hub_url, hub_space):
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     assert hub_sync.push(_settings(tmp_path, hub_url), local, hub_space.space).cue_vectors == 0
     assert hub_space.cue_vectors_due(10) == [(fact, CUES)]
     local.close()
@@ -184,7 +175,7 @@ def test_lore_hub_push_embeds_the_cues_the_local_file_has_no_vectors_for(tmp_pat
 
     home = tmp_path / "laptop"
     home.mkdir()
-    local, _, fact = _local(home / "memory.db")  # due locally: no service has filled them
+    local, _, fact = local_atlas(home / "memory.db")  # due locally: no service has filled them
     local.close()
     url = fresh_database(hub_url)
     assert lore(home, "hub", "init", url).returncode == 0

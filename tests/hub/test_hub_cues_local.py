@@ -11,27 +11,18 @@ from lore_plugin.core.types import NewFragment
 from lore_plugin.maintenance import hub_sync
 from lore_plugin.maintenance.share_moves import share, unshare
 from lore_plugin.store import Store
+from tests.hub.conftest import CUES, SECRET, local_atlas
 from tests.hub.test_hub_keywords import _found
-
-CUES = "start backend on my machine\nlocal development server"
-SECRET = "ghp_" + "A1b2C3d4E5" * 4
 
 
 def _settings(tmp_path, hub_url: str) -> Settings:
     return Settings(db_path=tmp_path / "memory.db", home=tmp_path, hub_url=hub_url)
 
 
-def _local(path) -> tuple[Store, str, str]:
-    store = Store(path)
-    topic = store.insert(NewFragment(content="Atlas", summary="Atlas", depth=0), 1.0)
-    fact = store.insert(NewFragment(content="To run atlas use make dev", summary="Running atlas",
-                                    depth=2, cues=CUES), 2.0, parent_id=topic)
-    return store, topic, fact
-
 
 def test_push_and_pull_carry_cues_both_ways(tmp_path, hub_url, hub_space):
     settings = _settings(tmp_path, hub_url)
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     assert local.get(fact).cues == CUES
     assert hub_sync.push(settings, local, hub_space.space).fragments == 2
     assert hub_space.get(fact).cues == CUES and _found(hub_space, '"machine"') == [fact]
@@ -44,7 +35,7 @@ def test_push_and_pull_carry_cues_both_ways(tmp_path, hub_url, hub_space):
 
 def test_share_and_unshare_keep_a_note_s_cues(tmp_path, hub_url, hub_space):
     settings = _settings(tmp_path, hub_url)
-    local, _, fact = _local(tmp_path / "memory.db")
+    local, _, fact = local_atlas(tmp_path / "memory.db")
     share(settings, local, fact, hub_space.space, None)
     assert hub_space.get(fact).cues == CUES and not local.has_fragment(fact)
     unshare(settings, local, fact, hub_space.space, None)
@@ -52,7 +43,7 @@ def test_share_and_unshare_keep_a_note_s_cues(tmp_path, hub_url, hub_space):
     local.close()
 
 
-def test_a_note_whose_cues_redaction_touched_stays_local(tmp_path, hub_url, hub_space):
+def test_a_note_whose_cues_redaction_touched_stayslocal_atlas(tmp_path, hub_url, hub_space):
     settings = _settings(tmp_path, hub_url)
     local = Store(tmp_path / "memory.db")
     fid = local.insert(NewFragment(content="Staging login", summary="Staging login", depth=0,
