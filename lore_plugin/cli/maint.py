@@ -207,13 +207,20 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ..service.pending import place_waiting_stores
 
     def embed(store) -> int:  # noqa: ANN001
+        from .opening import open_memory
+
+        memory = open_memory(settings)
+        try:
+            return memory.backfill_embeddings()
+        finally:
+            memory.close()
+
+    def fill_cues() -> int:
         from .opening import fill_cue_vectors, open_memory
 
         memory = open_memory(settings)
         try:
-            done = memory.backfill_embeddings()
-            fill_cue_vectors(memory)  # the other vectors a model-less time left due
-            return done
+            return fill_cue_vectors(memory)
         finally:
             memory.close()
 
@@ -226,7 +233,7 @@ def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         finally:
             memory.close()
 
-    findings = doctor(settings, fix=args.fix, embed=embed, place=place)
+    findings = doctor(settings, fix=args.fix, embed=embed, place=place, fill_cues=fill_cues)
     for f in findings:
         mark = "ok " if f.ok else ("fixed" if f.fixed else "FAIL")
         print(f"{mark:5} {f.check:11} {f.detail}")

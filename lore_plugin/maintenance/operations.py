@@ -45,9 +45,11 @@ class Finding:
 
 
 def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] | None = None,
-           place: Callable[[], int] | None = None) -> list[Finding]:
+           place: Callable[[], int] | None = None,
+           fill_cues: Callable[[], int] | None = None) -> list[Finding]:
     """Every check reports; with `fix`, each repairable problem is repaired in place.
-    `place()` places the store journal's waiting rows and answers how many still wait."""
+    `place()` places the store journal's waiting rows and answers how many still wait;
+    `fill_cues()` embeds the cues whose vectors are due and answers how many it filled."""
     found: list[Finding] = [_file_modes(settings, fix)]
     if not settings.db_path.exists():
         return [*found, Finding("database", True,
@@ -78,6 +80,7 @@ def doctor(settings: Settings, fix: bool = False, embed: Callable[[Store], int] 
             finding.fixed = done >= missing
             finding.detail += f"; embedded {done}"
         found.append(finding)
+        found.append(_cue_vectors(store, fix, fill_cues))
         wal = store.wal_bytes()
         finding = Finding("wal", wal < WAL_WARN_BYTES, f"WAL is {wal / 1e6:.1f} MB")
         if wal >= WAL_WARN_BYTES and fix:
@@ -125,6 +128,20 @@ def _store_journal(settings: Settings, fix: bool, place: Callable[[], int] | Non
         left = place()
         finding.fixed = left == 0
         finding.detail += f"; placed {waiting - left}" + (f", {left} still waiting" if left else "")
+    return finding
+
+
+def _cue_vectors(store: Store, fix: bool, fill_cues: Callable[[], int] | None) -> Finding:
+    """Notes whose cue vectors wait for the model (recall/cue_vector_fill.py): the memory
+    service fills them when idle, so a few are normal for a moment; many that stay mean no
+    service has run with the model since they were given cues."""
+    due = store.cue_vectors_due_count()
+    finding = Finding("cue vectors", due == 0, f"{due} notes' cue vectors wait for the model"
+                      + ("" if due == 0 else " (the memory service fills them when idle)"))
+    if due and fix and fill_cues is not None:
+        done = fill_cues()
+        finding.fixed = done >= due
+        finding.detail += f"; filled {done}"
     return finding
 
 

@@ -12,6 +12,7 @@ from lore_plugin.core.errors import InvalidInput
 from lore_plugin.embedding.vector_snapshot import snapshot_path
 from lore_plugin.maintenance.importing import apply_import, plan_import
 from lore_plugin.maintenance.operations import doctor, export, forget
+from lore_plugin.recall.cue_vector_fill import fill_cue_vectors
 from lore_plugin.recall.memory import Memory
 from lore_plugin.store import Store
 from lore_plugin.store.journal import StoreJournal, journal_path
@@ -297,3 +298,20 @@ def test_failure_records_travel_with_an_export_once(memory, settings, tmp_path, 
     assert rows == [r[1:] for r in memory.writer.failure_records()]
     again = plan_import(fresh, backup)
     assert again.failures == [] and again.skipped_failures == 2
+
+
+def test_doctor_reports_cue_vectors_waiting_for_the_model_and_fills_them(memory, settings,
+                                                                        embedder):
+    tree(memory)
+    memory.store("Recharts draws the dashboard's charts", "Charts: Recharts",
+                 cues="charting library for the frontend\ngraph library decision")
+    (finding,) = [f for f in doctor(settings) if f.check == "cue vectors"]
+    assert not finding.ok and finding.detail.startswith("1 notes'")
+
+    def fill_cues():
+        return fill_cue_vectors(Memory(settings.db_path, embedder).writer, embedder)
+
+    (fixed,) = [f for f in doctor(settings, fix=True, fill_cues=fill_cues)
+                if f.check == "cue vectors"]
+    assert fixed.fixed and fixed.detail.endswith("filled 1")
+    assert all(f.ok for f in doctor(settings))
