@@ -156,6 +156,9 @@ MUTATIONS = (
     Mutation("cue-change-leaves-old-vectors", "lore_plugin/store/schema.py",
              "        DELETE FROM cue_vectors WHERE fragment_id = old.id;\n        INSERT",
              "        INSERT OR IGNORE", ("tests/store/test_cue_vector_rows.py",)),
+    # The cue path speaks only from its bar up: below it, prompts no note answers get one.
+    Mutation("cue-path-below-the-bar", "lore_plugin/recall/prompt_cued.py",
+             "MIN_CUE = 0.65", "MIN_CUE = 0.45", ("tests/recall/test_prompt_cued.py",)),
     Mutation("placement-across-projects", "lore_plugin/recall/storing.py",
              "if found.fragment.id in owner and owner[found.fragment.id] == mine]",
              "if found.fragment.id in owner or mine]", ("tests/recall/test_placement_projects.py",)),
