@@ -114,10 +114,11 @@ def test_extraction_records_source_and_basis_and_never_makes_a_topic_of_a_guess(
 
 def test_a_user_restating_agent_knowledge_confirms_it(tmp_path, embedder, clock):
     settings = Settings(db_path=tmp_path / "memory.db", home=tmp_path / "home")
-    memory = Memory(settings.db_path, embedder, clock=clock)
+    writer = TranscriptWriter(tmp_path / "s.jsonl")
+    # Stored in the session's project: extraction reuses only its own project's topics.
+    memory = Memory(settings.db_path, embedder, clock=clock, project=writer.cwd)
     topic = memory.store("Deployment", "Deployment", depth=0)
     memory.close()
-    writer = TranscriptWriter(tmp_path / "s.jsonl")
     writer.exchange(2, topic="deploy")
     ingestor = Ingestor(settings, FakeLLM(default=_answer("no secret here")), embedder, clock)
     try:
