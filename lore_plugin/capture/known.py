@@ -78,17 +78,20 @@ def known_facts(memory: Memory, query: str, limit: int = KNOWN_SENT, after: int 
 
 
 def topics_for(memory: Memory, delta: Delta, text: str) -> list[str]:
-    """The existing topic names the prompt lists: all of them when few, else the
-    TOPICS_SENT closest to what the user asked in this slice (by embedding). A topic left
-    out is still found when the answer names it (match_topic)."""
-    names = memory.writer.topic_names(limit=TOPICS_SENT + 1)
+    """The existing topic names the prompt lists, of the session's project only (another
+    project's names would be reused for topics match_topic then keeps apart): all of them
+    when few, else the TOPICS_SENT closest to what the user asked in this slice (by
+    embedding). A topic left out is still found when the answer names it (match_topic)."""
+    mine = project_of(memory.project)
+    names = memory.writer.topic_names(limit=TOPICS_SENT + 1, project=mine)
     if len(names) <= TOPICS_SENT or not memory.embedder_ready():
         return names[:TOPICS_SENT]
     asked = " ".join(t.text for t in delta.turns if t.role == "user")
-    found = memory.search((asked or text)[:TOPIC_QUERY_CHARS], limit=TOPICS_SENT, depth=0,
+    found = memory.search((asked or text)[:TOPIC_QUERY_CHARS], limit=TOPICS_SENT * 2, depth=0,
                           mode="vector").fragments
+    closest = [s.fragment.summary for s in found if project_of(s.fragment.project) == mine]
     # Nothing related at all: a few of the most relevant names keep the naming consistent.
-    return [s.fragment.summary for s in found] or names[:TOPICS_IF_UNRELATED]
+    return closest[:TOPICS_SENT] or names[:TOPICS_IF_UNRELATED]
 
 
 def match_topic(memory: Memory, name: str, about: str) -> str | None:

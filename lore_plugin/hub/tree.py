@@ -115,11 +115,15 @@ class Tree(HubConnection):
             f"SELECT f.id FROM fragments f {STATE_JOIN} WHERE f.space = %s AND f.depth = 0 "
             f"{hide} ORDER BY {state_of('relevance_score')} DESC", (self.space,))]
 
-    def topic_names(self, limit: int = 200) -> list[str]:
+    def topic_names(self, limit: int = 200, project: str | None | bool = False) -> list[str]:
+        """store/hierarchy.py's read: with `project`, only that project's topics."""
+        mine = "" if project is False else \
+            "AND coalesce(nullif(nullif(f.project, ''), '/'), '') = %s "
+        params = (self.space, limit) if project is False else (self.space, project or "", limit)
         return [r[0] for r in self._all(
             f"SELECT f.summary FROM fragments f {STATE_JOIN} WHERE f.space = %s AND "
-            "f.depth = 0 AND f.superseded_by IS NULL ORDER BY "
-            f"{state_of('relevance_score')} DESC LIMIT %s", (self.space, limit))]
+            f"f.depth = 0 AND f.superseded_by IS NULL {mine}ORDER BY "
+            f"{state_of('relevance_score')} DESC LIMIT %s", params)]
 
     def topics_named(self, name: str) -> list[tuple[str, str | None]]:
         """(id, project) of every live topic called `name` (case ignored), the oldest first:

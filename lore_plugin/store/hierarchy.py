@@ -117,10 +117,17 @@ class Hierarchy(Edges):
             "WHERE depth = 0 AND superseded_by IS NULL", (project,)).fetchone()
         return int(row[0]), int(row[1]) if project else 0
 
-    def topic_names(self, limit: int = 200) -> list[str]:
+    def topic_names(self, limit: int = 200, project: str | None | bool = False) -> list[str]:
+        """The live topics' names, the most relevant first; with `project` (None: no
+        project, as heading_projects.project_of reads "" and "/"), only that project's."""
+        if project is False:
+            return [r[0] for r in self.conn.execute(
+                "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
+                "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
         return [r[0] for r in self.conn.execute(
-            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
-            "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
+            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL AND "
+            "coalesce(nullif(nullif(project, ''), '/'), '') = ? "
+            "ORDER BY relevance_score DESC LIMIT ?", (project or "", limit))]
 
     def topics_named(self, name: str) -> list[tuple[str, str | None]]:
         """(id, project) of every live topic called `name` (case ignored), the oldest first:

@@ -101,3 +101,23 @@ def test_a_session_in_no_project_matches_only_topics_of_none(tmp_path, settings,
     assert found[ATLAS] == [("Billing rules", "billing rule 0 uses value 0")]
     assert [v for k, v in found.items() if k != ATLAS] == [
         [("Billing rules", "billing rule 9 uses value 63")]]
+
+
+def test_the_prompt_lists_only_the_sessions_projects_topic_names(tmp_path, embedder, clock):
+    from lore_plugin.capture.known import topics_for
+    from lore_plugin.capture.transcript import Delta
+    from lore_plugin.recall.memory import Memory
+
+    memory = Memory(tmp_path / "memory.db", embedder, clock=clock, project=ATLAS)
+    memory.store("Atlas deploys", "Atlas deploys", depth=0)
+    memory.project = LUMEN
+    memory.store("Lumen styling", "Lumen styling", depth=0)
+    memory.project = None
+    memory.store("Editor settings", "Editor settings", depth=0)
+    try:
+        for project, listed in ((ATLAS, ["Atlas deploys"]), (LUMEN, ["Lumen styling"]),
+                                (None, ["Editor settings"])):
+            memory.project = project
+            assert topics_for(memory, Delta([], 0, 0, 0, 0, None, None), "deploys and styling") == listed
+    finally:
+        memory.close()

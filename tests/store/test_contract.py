@@ -206,6 +206,18 @@ def test_topics_named_lists_every_live_topic_of_that_name_with_its_project(backe
     assert store.topics_named("Releases") == []
 
 
+def test_topic_names_of_one_project_or_of_none(backend):
+    store = backend.store
+    store.insert(_frag("Deploys", 0, project="/work/atlas"), now=1.0)
+    store.insert(_frag("Styling", 0, project="/work/lumen"), now=2.0)
+    store.insert(_frag("Editor", 0), now=3.0)
+    store.insert(_frag("Shell", 0, project="/"), now=4.0)  # the file system's root: none
+    assert sorted(store.topic_names()) == ["Deploys", "Editor", "Shell", "Styling"]
+    assert store.topic_names(project="/work/atlas") == ["Deploys"]
+    assert sorted(store.topic_names(project=None)) == ["Editor", "Shell"]
+    assert store.topic_names(project="/work/other") == []
+
+
 def test_deleting_moves_children_up_and_clears_what_pointed_at_it(backend):
     store = backend.store
     ids = _tree(store)
