@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -65,7 +66,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
     embedder = bs.make_embedder()
-    work = Path(tempfile.mkdtemp()) / "memory.db"
+    folder = Path(tempfile.mkdtemp(prefix="lore-bench-cuesearch-"))
+    try:
+        measure(args, embedder, folder / "memory.db")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # a 100K copy with cues: over 1 GB
+
+
+def measure(args: argparse.Namespace, embedder, work: Path) -> None:  # noqa: ANN001
     bs.copy_db(bs.bench_db(args.size, embedder, False), work)
     memory = Memory(work, embedder, project=bs.PROJECTS[0])
     started = time.perf_counter()
