@@ -49,11 +49,9 @@ def run_llm_phases(run: Run, llm: LLM | None, embedder: Embedder | None,
 def fill_cue_vectors_after(run: Run, embedder: Embedder) -> None:
     """The vectors of the cues just written (and of any other note due one), after their
     commit: the per-prompt judge reads them (recall/cue_vector_fill.py). Best effort: what
-    is left due, the memory service fills. A store without cue vectors is skipped."""
+    is left due, the memory service fills."""
     from ..recall.cue_vector_fill import fill_cue_vectors
 
-    if not hasattr(run.store, "cue_vectors_due"):
-        return
     t = time.perf_counter()
     try:
         run.phase("cue_vectors", t, notes=fill_cue_vectors(run.store, embedder))

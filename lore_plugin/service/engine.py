@@ -14,7 +14,7 @@ from typing import TypeVar
 from ..core.config import Settings
 from ..core.errors import LoreError
 from ..core.heap import give_back
-from ..recall.cue_vector_fill import fill_cue_vectors
+from ..recall.cue_vector_upkeep import fill_after_write
 from ..recall.group_commit import group_writer
 from ..recall.memory import Memory
 from ..recall.recontext import recontext_all
@@ -133,17 +133,6 @@ class Service:
             except Exception as exc:  # only a cache: the next server reads SQLite instead
                 log.warning("could not write the vector snapshot: %s", exc)
 
-    @staticmethod
-    def _fill_cue_vectors(filler: Memory) -> None:
-        """The cue vectors of notes given cues while no service ran (ingestion, `lore
-        remember`, an import, a migration), some of them: best effort, and bounded so a
-        large backlog does not hold up warm-up; the writer fills the rest when idle."""
-        try:
-            fill_cue_vectors(filler.writer, filler.embedder,  # type: ignore[arg-type]
-                             most=WARM_CUE_NOTES)
-        except Exception as exc:  # noqa: BLE001 - left due: the writer retries when idle
-            log.warning("could not fill cue vectors: %s", exc)
-
     def warm_up(self) -> None:
         """Loads the model, embeds what was stored without one, and loads the vector index.
         Best effort: a failure only means the first query does the loading."""
@@ -174,7 +163,11 @@ class Service:
                 if filler.embedder_ready():
                     done += recontext_all(filler.writer, filler.embedder,  # type: ignore[arg-type]
                                           self.memory.index)
-                    self._fill_cue_vectors(filler)
+                    # Cues given while no service ran (ingestion, `lore remember`, an
+                    # import, a migration): some, so a backlog does not hold up warm-up; the
+                    # writer fills the rest when idle.
+                    fill_after_write(filler.writer, filler.embedder,  # type: ignore[arg-type]
+                                     "the local memory", most=WARM_CUE_NOTES)
                 filler.date_backlog()
             finally:
                 filler.close()

@@ -104,17 +104,18 @@ class Worker:
         embedder = getattr(self._ingestor, "embedder", None)
         if embedder is None or not embedder.available:
             return
-        from ..recall.cue_vector_fill import fill_cue_vectors
+        from ..recall.cue_vector_upkeep import fill_after_write
         from ..store import Store
 
         try:
             store = Store(self.settings.db_path)
-            try:
-                fill_cue_vectors(store, embedder)
-            finally:
-                store.close()
         except Exception as exc:  # noqa: BLE001 - left due for the service
             log.warning("could not fill cue vectors after ingestion: %s", exc)
+            return
+        try:
+            fill_after_write(store, embedder, "the local memory")
+        finally:
+            store.close()
 
     def ingest_history(self, path: Path, end: int) -> dict[str, int]:
         """Backfills one transcript's history from before Lore's first run (`lore ingest`),
