@@ -520,12 +520,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--not-first", action="store_true",
                         help="print every related prompt whose answer is not the first "
                         "candidate: what is first instead, and where the answer stands")
-    parser.add_argument("--cues", type=Path, default=None,
-                        help="give the notes these cues (bench/data/blind_cues.json), stored "
-                             "beside them as extraction or store_memory would")
+    parser.add_argument("--cues", type=Path, nargs="+", default=None,
+                        help="give the notes the cues of these files (bench/data/blind_cues.json, "
+                             "bench/data/locomo_cues.json), stored beside them as extraction or "
+                             "store_memory would")
     args = parser.parse_args(argv)
     if args.cues:
-        print(f"cues for {blind_cues.use(args.cues)} notes from {args.cues}")
+        print(f"cues for {blind_cues.use(args.cues)} notes from "
+              f"{', '.join(map(str, args.cues))}")
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     if only - set(DATASETS):
         parser.error(f"unknown set(s) {', '.join(sorted(only - set(DATASETS)))}")

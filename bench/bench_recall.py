@@ -468,9 +468,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--paraphrase", type=Path, default=paraphrase.DEFAULT_PARAPHRASE)
     parser.add_argument("--only", nargs="+", choices=DATASETS, default=list(DATASETS))
-    parser.add_argument("--cues", type=Path, default=None,
-                        help="give the notes these cues (bench/data/blind_cues.json), stored "
-                             "beside them as extraction or store_memory would")
+    parser.add_argument("--cues", type=Path, nargs="+", default=None,
+                        help="give the notes the cues of these files (bench/data/blind_cues.json, "
+                             "bench/data/locomo_cues.json), stored beside them as extraction or "
+                             "store_memory would")
     parser.add_argument("--provisional", action="store_true",
                         help="embed every fragment without its parent's summary: the vector a "
                              "placed store_memory fact holds until its recontext (the worst case)")
@@ -478,7 +479,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     global PROVISIONAL
     PROVISIONAL = args.provisional
     if args.cues:
-        print(f"cues for {blind_cues.use(args.cues)} notes from {args.cues}")
+        print(f"cues for {blind_cues.use(args.cues)} notes from "
+              f"{', '.join(map(str, args.cues))}")
     model = LocalEmbedder(CACHE / "models")
     if not model.available:
         sys.exit(f"the embedding model is unavailable: {model.failure}")
