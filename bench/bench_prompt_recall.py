@@ -255,6 +255,10 @@ def rules() -> dict[str, Rule]:
             lambda c, b=bar: cue_variant(c, min_cue=b)
     out["cue path, a prompt naming what no note holds too"] = \
         lambda c: cue_variant(c, strangers=True)
+    for weight in (0.0, 1.0, 2.0, 2.5, 3.5, 4.0):  # the order's closest cue (pj.CUE_WEIGHT)
+        out[f"the order weighs the closest cue {weight:.1f}" + (" (main before it)" if not weight
+                                                                 else "")] = \
+            lambda c, w=weight: pj.judge(hook(c), weights=pj.WEIGHTS[:-1] + (w,))
     for few in (3, 5, 8):
         for common in (0, 1, 2):
             out[f"names path: rare = held by ≤ {few} rows, {common} other word(s)"] = \

@@ -4,11 +4,12 @@ on the tuning half of bench_prompt_recall.py's cases, and prints the constants t
     python bench/fit_prompt_judge.py --cases PKL [--l2 1.0]
 
 Each candidate a prompt gets (the hook's CANDIDATES first search hits, headings replaced by
-their children) is one example: its features (prompt_judge.features) and whether it is a gold
-item. A prompt asked of a memory that cannot answer it gives only negatives. Every dataset
-weighs as much as LoCoMo's related prompts in the fit (its prompts are weighted up), so that
-the peer notes and the paraphrases, the kind of memory a coding user has, are not drowned by
-LoCoMo's chat. The held-out half is never read here.
+their children) is one example: its features (prompt_judge.features, all but the closest cue,
+whose weight bench_prompt_recall.py chooses with these held) and whether it is a gold item.
+A prompt asked of a memory that cannot answer it gives only negatives. Every dataset weighs
+as much as LoCoMo's related prompts in the fit (its prompts are weighted up), so that the peer
+notes and the paraphrases, the kind of memory a coding user has, are not drowned by LoCoMo's
+chat. The held-out half is never read here.
 
 The fit is Newton's method on the L2-penalised log-likelihood (numpy only: a few features,
 some 40,000 examples, a dozen steps)."""
@@ -27,6 +28,8 @@ import prompt_cases as pc  # noqa: E402
 
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 
+FITTED = len(pj.FEATURES) - 1  # the closest cue last, not fitted here
+
 
 def examples(cases: list[pc.Case], variant: tuple[int, int, int] | None = None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -41,7 +44,7 @@ def examples(cases: list[pc.Case], variant: tuple[int, int, int] | None = None
         found = case.found if variant is None else pc.select(case.wide, *variant)
         weight = biggest / per_dataset[case.dataset] / max(len(found), 1)
         for c in pj.answered(found):
-            xs.append(pj.features(c))
+            xs.append(pj.features(c)[:FITTED])
             ys.append(float(c.fragment.id in case.gold))
             ws.append(weight)
     return np.array(xs), np.array(ys), np.array(ws)
@@ -76,7 +79,7 @@ def main(argv: list[str] | None = None) -> np.ndarray:
     x, y, w = examples(tuning, tuple(args.variant) if args.variant else None)
     beta = fit(x, y, w, args.l2)
     print(f"{len(y)} candidates, {int(y.sum())} gold, from {len(tuning)} tuning prompts")
-    print("WEIGHTS = (" + ", ".join(f"{b:.3f}" for b in beta[:-1]) + ")  # "
+    print("WEIGHTS = (" + ", ".join(f"{b:.3f}" for b in beta[:-1]) + ", CUE_WEIGHT)  # "
           + ", ".join(pj.FEATURES))
     print(f"BIAS = {beta[-1]:.3f}")
     return beta

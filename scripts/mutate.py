@@ -159,6 +159,10 @@ MUTATIONS = (
     # The cue path speaks only from its bar up: below it, prompts no note answers get one.
     Mutation("cue-path-below-the-bar", "lore_plugin/recall/prompt_cued.py",
              "MIN_CUE = 0.65", "MIN_CUE = 0.45", ("tests/recall/test_prompt_cued.py",)),
+    # The judge's order weighs a note's closest cue: a close cue puts its answer first.
+    Mutation("order-blind-to-cues", "lore_plugin/recall/prompt_judge.py",
+             "1.0 / (1 + c.rank), c.cue)", "1.0 / (1 + c.rank), 0.0)",
+             ("tests/recall/test_prompt_recall_judge.py",)),
     Mutation("placement-across-projects", "lore_plugin/recall/storing.py",
              "if found.fragment.id in owner and owner[found.fragment.id] == mine]",
              "if found.fragment.id in owner or mine]", ("tests/recall/test_placement_projects.py",)),

@@ -34,13 +34,16 @@ particular words, and stays below the bar.
 
 Which: of the candidates within BAND of that bar, the MOST likeliest by a small logistic
 model (FEATURES: the cosine, the coverage with the branch, the coverage by the candidate's
-own text, and hybrid search's place for it), likeliest first, so that the 600 characters go
-to the likeliest answers: the answer to a question about someone's winter days is the line
-that itself says "cold winter days", not a neighbour whose branch names the same person.
+own text, hybrid search's place for it, and the cosine of its closest cue), likeliest first,
+so that the 600 characters go to the likeliest answers: the answer to a question about
+someone's winter days is the line that itself says "cold winter days", not a neighbour whose
+branch names the same person; and of two turns about a support group, the one whose cue is
+"when did caroline go to support group".
 
-WEIGHTS and BIAS are fitted by bench/fit_prompt_judge.py and the bars chosen by
-bench/bench_prompt_recall.py, both on the tuning half of the benchmark's cases only; the
-held-out half's figures are in bench/README.md. Standard library only."""
+The first four WEIGHTS and BIAS are fitted by bench/fit_prompt_judge.py; the closest cue's
+weight and the bars are chosen by bench/bench_prompt_recall.py; all on the tuning half of the
+benchmark's cases only; the held-out half's figures are in bench/README.md. Standard library
+only."""
 
 from __future__ import annotations
 
@@ -56,9 +59,13 @@ if TYPE_CHECKING:
     from ..core.types import Fragment
     from .prompt_evidence import Candidate
 
-FEATURES = ("cosine", "coverage", "own coverage", "search place")
-# Fitted by `python bench/fit_prompt_judge.py --cases PKL` (L2 1.0) on the tuning half.
-WEIGHTS = (2.129, 2.016, 1.353, 1.996)
+FEATURES = ("cosine", "coverage", "own coverage", "search place", "closest cue")
+# The first four fitted by `python bench/fit_prompt_judge.py --cases PKL` (L2 1.0) on the
+# tuning half. The closest cue's weight was chosen afterwards with them held (the best of 0-4
+# on the tuning halves' coverage), so that a memory without cue vectors (cue 0) keeps the
+# order it had: refitting all five lowered LoCoMo's coverage without cues (bench/README.md).
+CUE_WEIGHT = 3.0
+WEIGHTS = (2.129, 2.016, 1.353, 1.996, CUE_WEIGHT)
 BIAS = -5.032
 KEYWORD_WEIGHT = 0.4  # what full keyword coverage adds to a cosine, in the gate's evidence
 MIN_AGREEMENT = 0.3  # the share of the prompt's IDF mass an answer's line must hold
@@ -74,8 +81,8 @@ def evidence(c: Candidate, keyword_weight: float = KEYWORD_WEIGHT) -> float:
 
 
 def features(c: Candidate) -> tuple[float, ...]:
-    """One candidate's evidence, in FEATURES' order."""
-    return (c.cosine, c.coverage, c.own, 1.0 / (1 + c.rank))
+    """One candidate's evidence, in FEATURES' order (a candidate without cue vectors: cue 0)."""
+    return (c.cosine, c.coverage, c.own, 1.0 / (1 + c.rank), c.cue)
 
 
 def probability(c: Candidate, weights: Sequence[float] = WEIGHTS, bias: float = BIAS
