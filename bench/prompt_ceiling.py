@@ -13,13 +13,13 @@ set and half, as shares of its related prompts:
 - shipped @1 / @MOST: first by prompt_judge.probability, the model the hook orders by;
 - fitted @1 / @MOST: first by a listwise model over every field of the evidence
   (prompt_evidence.Candidate: cosine, coverage, own coverage, search's place, closest cue,
-  heading cosine, how it was found, length), fitted on the tuning half by softmax
-  cross-entropy: roughly the best order these fields allow;
+  heading cosine, how it was found, length), fitted on the set's own tuning half by softmax
+  cross-entropy: roughly the best order these fields allow for that kind of memory;
 - gate @0.90: the best coverage a bar on the likelihood of the fitted order's first candidate
   reaches while at least 90 % of the injections (unrelated prompts' included) hold an answer.
   The likelihood is a logistic model over the same fields and each one's lead over the
-  prompt's best (fit_prompt_judge.fit, unrelated prompts' candidates as negatives); the bar is
-  chosen on the tuning half and applied to both.
+  prompt's best (fit_prompt_judge.fit, unrelated prompts' candidates as negatives), fitted on
+  the set's tuning half too; the bar is chosen on the tuning half and applied to both.
 numpy only; the held-out half is never fitted on."""
 
 from __future__ import annotations
@@ -144,11 +144,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     cases = pc.load(args.cases)
     groups = prepared(cases)
-    tuning_groups = [g for g in groups if g[0].half == pc.HALVES[0]]
-    order, gate_w = fit_order(tuning_groups), fit_gate(tuning_groups)
-    print("order: " + ", ".join(f"{n} {w:.2f}" for n, w in zip(ORDER, order)))
-    print("gate: " + ", ".join(f"{n} {w:.2f}" for n, w in zip(FIELDS, gate_w)) +
-          f", bias {gate_w[-1]:.2f}")
     by_set: dict[str, list] = defaultdict(list)
     for g in groups:
         by_set[g[0].dataset].append(g)
@@ -157,7 +152,10 @@ def main(argv: list[str] | None = None) -> None:
           "bar, coverage / precision |")
     print("|---|---|---|---|---|---|")
     for dataset, sets in sorted(by_set.items()):
+        # Fitted on this set's tuning half alone: the most one model of these fields could do
+        # for this kind of memory (a small set's tuning figures flatter it; held-out do not).
         tuning = [g for g in sets if g[0].half == pc.HALVES[0]]
+        order, gate_w = fit_order(tuning), fit_gate(tuning)
         bars = sorted({round(likelihood(x, first(x, order)[0], gate_w), 3)
                        for _, f, x, _ in tuning if f})
         best = None
