@@ -63,7 +63,9 @@ FEATURES = ("cosine", "coverage", "own coverage", "search place", "closest cue")
 # The first four fitted by `python bench/fit_prompt_judge.py --cases PKL` (L2 1.0) on the
 # tuning half. The closest cue's weight was chosen afterwards with them held (the best of 0-4
 # on the tuning halves' coverage), so that a memory without cue vectors (cue 0) keeps the
-# order it had: refitting all five lowered LoCoMo's coverage without cues (bench/README.md).
+# order it had: refitting all five changed the four, and cost LoCoMo with cues (fitted
+# pointwise) or without them (listwise; bench/README.md). Only the order is used, so the
+# probability need not stay calibrated once a cue adds to it.
 CUE_WEIGHT = 3.0
 WEIGHTS = (2.129, 2.016, 1.353, 1.996, CUE_WEIGHT)
 BIAS = -5.032
