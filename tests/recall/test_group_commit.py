@@ -282,11 +282,41 @@ CHILD = textwrap.dedent("""
                          LocalEmbedder(Path(os.environ["LORE_TEST_MODEL_CACHE"])),
                          project="/work/project-a", max_batch=4)
     out = threading.Lock()
+    printed = [0]
 
     def one(args):
         stored = writer.submit(*args)
         with out:
             print(json.dumps([args[1], stored.fragment.id, stored.duplicate]), flush=True)
+            printed[0] += 1
+
+    # A committed batch's callers print their answers on their own threads, after the writer
+    # has moved on: before a kill at the next batch, wait (bounded) until every fact this run
+    # committed has its answer out, so that "answered" and "on disk" are compared without a
+    # race between the two threads (CI once saw a committed, answered fact not yet printed).
+    import lore_plugin.recall.group_batch as group_batch
+    kill = group_batch.crash_point
+
+    def facts_on_disk():  # a bare read-only connection: a WAL reader never waits on the writer
+        import apsw
+        if not db.exists():
+            return 0
+        seen = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return seen.execute("SELECT count(*) FROM fragments WHERE depth = 2").fetchall()[0][0]
+        finally:
+            seen.close()
+
+    before = facts_on_disk()  # a retry's run starts with the first run's facts
+
+    def answers_out_then(name):
+        if name == "group-before-commit" and os.environ.get("LORE_CRASH_AT"):
+            deadline = time.monotonic() + 10
+            while printed[0] < facts_on_disk() - before and time.monotonic() < deadline:
+                time.sleep(0.01)
+        kill(name)
+
+    group_batch.crash_point = answers_out_then
 
     threads = [threading.Thread(target=one, args=(r,)) for r in requests]
     for t in threads:
