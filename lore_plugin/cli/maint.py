@@ -11,6 +11,10 @@ from pathlib import Path
 
 from ..core.config import Settings
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..recall.memory import Memory
+
 Handler = Callable[[argparse.Namespace, Settings], int]
 PLACE_WAIT_S = 120.0  # `doctor --fix`: how long waiting stores may take to be placed
 
@@ -205,33 +209,21 @@ def cmd_resume(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     from ..maintenance.operations import doctor
     from ..service.pending import place_waiting_stores
+    from .opening import fill_cue_vectors, open_memory
 
-    def embed(store) -> int:  # noqa: ANN001
-        from .opening import open_memory
+    def on_memory(work: Callable[[Memory], int]) -> Callable[..., int]:
+        """A repair that opens the memory only when doctor runs it (`embed` gets the store)."""
+        def run(*_: object) -> int:
+            memory = open_memory(settings)
+            try:
+                return work(memory)
+            finally:
+                memory.close()
+        return run
 
-        memory = open_memory(settings)
-        try:
-            return memory.backfill_embeddings()
-        finally:
-            memory.close()
-
-    def fill_cues() -> int:
-        from .opening import fill_cue_vectors, open_memory
-
-        memory = open_memory(settings)
-        try:
-            return fill_cue_vectors(memory)
-        finally:
-            memory.close()
-
-    def place() -> int:
-        from .opening import open_memory
-
-        memory = open_memory(settings)
-        try:
-            return place_waiting_stores(memory, PLACE_WAIT_S)
-        finally:
-            memory.close()
+    embed = on_memory(lambda memory: memory.backfill_embeddings())
+    fill_cues = on_memory(fill_cue_vectors)
+    place = on_memory(lambda memory: place_waiting_stores(memory, PLACE_WAIT_S))
 
     findings = doctor(settings, fix=args.fix, embed=embed, place=place, fill_cues=fill_cues)
     for f in findings:
