@@ -120,14 +120,12 @@ class Hierarchy(Edges):
     def topic_names(self, limit: int = 200, project: str | None | bool = False) -> list[str]:
         """The live topics' names, the most relevant first; with `project` (None: no
         project, as heading_projects.project_of reads "" and "/"), only that project's."""
-        if project is False:
-            return [r[0] for r in self.conn.execute(
-                "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
-                "ORDER BY relevance_score DESC LIMIT ?", (limit,))]
+        mine = "" if project is False else \
+            "AND coalesce(nullif(nullif(project, ''), '/'), '') = ? "
+        params = (limit,) if project is False else (project or "", limit)
         return [r[0] for r in self.conn.execute(
-            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL AND "
-            "coalesce(nullif(nullif(project, ''), '/'), '') = ? "
-            "ORDER BY relevance_score DESC LIMIT ?", (project or "", limit))]
+            "SELECT summary FROM fragments WHERE depth = 0 AND superseded_by IS NULL "
+            f"{mine}ORDER BY relevance_score DESC LIMIT ?", params)]
 
     def topics_named(self, name: str) -> list[tuple[str, str | None]]:
         """(id, project) of every live topic called `name` (case ignored), the oldest first:
