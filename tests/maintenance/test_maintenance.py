@@ -309,7 +309,11 @@ def test_doctor_reports_cue_vectors_waiting_for_the_model_and_fills_them(memory,
     assert not finding.ok and finding.detail.startswith("1 notes'")
 
     def fill_cues():
-        return fill_cue_vectors(Memory(settings.db_path, embedder).writer, embedder)
+        filler = Memory(settings.db_path, embedder)
+        try:
+            return fill_cue_vectors(filler.writer, embedder)
+        finally:
+            filler.close()
 
     (fixed,) = [f for f in doctor(settings, fix=True, fill_cues=fill_cues)
                 if f.check == "cue vectors"]
