@@ -1,0 +1,93 @@
+"""The benchmark's precision "by meaning" (bench/graded_precision.py, issue 30): an injected turn
+that LoCoMo does not label but a grader found to hold the answer counts; one without a verdict
+counts as not answering and is handed back to be graded; a reader's picks are read by their
+place in what the reader was shown. Real memory, real model, the committed verdicts file."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from lore_plugin.recall import prompt_judge, prompt_recall
+from lore_plugin.recall.memory import Memory
+from tests.conftest import ROOT, bench_recall
+from tests.recall.test_prompt_answer_shown import conversation
+
+QUESTION = "What did Melanie realize after the charity race?"
+GOLD = "Melanie: after the charity race I realized self-care is important."
+ALSO = "Melanie: since that race I take time for myself, self-care matters."
+OTHER = "Melanie: the charity race raised money for mental health."
+
+
+def graded_module():
+    """bench/graded_precision.py (bench/ is not a package), with the bench modules it imports."""
+    bench_recall()
+    for name in ("prompt_cases", "answer_shown", "graded_precision"):
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return sys.modules["graded_precision"]
+
+
+def case_of(gp, memory: Memory):
+    ids = conversation(memory, {"20 January 2023": [GOLD, OTHER], "22 January 2023": [ALSO]})
+    found = prompt_recall.gather(memory, QUESTION, set())
+    assert found is not None and set(ids.values()) <= {c.fragment.id for c in found}
+    case = gp.pc.Case("locomo", QUESTION, True, "held-out", frozenset({ids[GOLD]}), found, [],
+                      {})
+    return case, ids
+
+
+def test_a_turn_graded_as_holding_the_answer_counts_by_meaning_and_an_ungraded_one_is_handed_back(
+        memory: Memory):
+    gp = graded_module()
+    case, ids = case_of(gp, memory)
+    asked = QUESTION + "\0True"
+    graded = {gp.key(QUESTION, ALSO): True, gp.key(QUESTION, OTHER): False}
+
+    counts, missing = gp.score([case], {asked: [ids[ALSO]]}, graded)
+    assert (counts["held-out"]["by ids"], counts["held-out"]["by meaning"]) == (0, 1)
+    assert missing == []
+
+    counts, _ = gp.score([case], {asked: [ids[OTHER]]}, graded)
+    assert (counts["held-out"]["by ids"], counts["held-out"]["by meaning"]) == (0, 0)
+
+    counts, _ = gp.score([case], {asked: [ids[GOLD], ids[OTHER]]}, {})
+    assert (counts["held-out"]["by ids"], counts["held-out"]["by meaning"]) == (1, 1)
+
+    counts, missing = gp.score([case], {asked: [ids[ALSO]]}, {})
+    assert counts["held-out"]["by meaning"] == 0  # without a verdict: not answering
+    assert [(m["question"], m["turn"], m["id"]) for m in missing] == \
+        [(QUESTION, ALSO, hashlib.sha1(f"{QUESTION}\0{ALSO}".encode()).hexdigest()[:12])]
+
+    counts, _ = gp.score([case], {asked: []}, graded)
+    assert counts["held-out"]["injected"] == 0 and counts["held-out"]["related"] == 1
+
+
+def test_a_readers_picks_are_the_candidates_at_the_places_it_was_shown(memory: Memory,
+                                                                     tmp_path: Path):
+    gp = graded_module()
+    case, _ = case_of(gp, memory)
+    shown = gp.shown_to_reader(case)
+    likeliest = sorted(prompt_judge.answered(case.found),
+                       key=lambda c: -prompt_judge.probability(c))
+    assert shown == [c.fragment.id for c in likeliest][:gp.READER_TOP]
+    (tmp_path / "out-0.json").write_text(json.dumps({gp.pid(case): [2, 99, 1, 3, 1]}))
+    picks = gp.reader_picks([case], tmp_path)
+    # At most MOST, by the place shown; a place past the list is dropped.
+    assert picks == {QUESTION + "\0True": [shown[1], shown[0], shown[2]][:prompt_judge.MOST]}
+
+
+def test_the_committed_verdicts_are_keyed_by_their_question_and_turn():
+    gp = graded_module()
+    data = json.loads(gp.GRADED.read_text())
+    assert len(data["verdicts"]) > 1000
+    for k, v in data["verdicts"].items():
+        assert k == gp.key(v["question"], v["turn"])
+        assert isinstance(v["holds_answer"], bool)
