@@ -3,8 +3,8 @@ ids (issue 30): how much of the judge's imprecision there is the benchmark's lab
 reader of the texts would reach.
 
     python bench/graded_precision.py --cases PKL [--ungraded OUT.jsonl]
-    python bench/graded_precision.py --cases PKL --reader-prompts DIR [--parts 8]
-    python bench/graded_precision.py --cases PKL --reader-picks DIR
+    python bench/graded_precision.py --cases PKL [--dataset SET] --reader-prompts DIR [--parts 8]
+    python bench/graded_precision.py --cases PKL [--dataset SET] --reader-picks [DIR | FILE]
 
 bench_prompt_recall.py counts an injection as answering when it holds one of the question's
 evidence turns. LoCoMo's evidence ids miss turns that also state the answer ("I made coconut
@@ -154,8 +154,9 @@ def table(counts: dict[str, Counter[str]]) -> list[str]:
     return rows
 
 
-def reader_cases(cases: list[pc.Case], dataset: str = "locomo") -> list[pc.Case]:
-    held = [c for c in cases if c.dataset == dataset and c.half == pc.HALVES[1]]
+def reader_cases(cases: list[pc.Case], dataset: str = "locomo", half: str = pc.HALVES[1]
+                 ) -> list[pc.Case]:
+    held = [c for c in cases if c.dataset == dataset and c.half == half]
     unrelated = [c for c in held if not c.related]
     sample = random.Random(READER_SEED).sample(unrelated, min(READER_UNRELATED,
                                                                len(unrelated)))
@@ -189,10 +190,23 @@ def write_reader_prompts(cases: list[pc.Case], out: Path, parts: int) -> None:
         (out / f"prompts-{part}.jsonl").write_text("\n".join(lines) + "\n")
 
 
-def reader_picks(cases: list[pc.Case], folder: Path) -> Picks:
-    chosen: dict[str, list[int]] = {}
-    for path in sorted(folder.glob("out-*.json")):
-        chosen.update(json.loads(path.read_text()))
+READER_PICKS = GRADED.parent / "reader_picks.json"
+
+
+def reader_choices(source: Path, dataset: str) -> dict[str, list[int]]:
+    """pid -> the places a reader chose: the readers' out-*.json in a folder, or the set's
+    picks (both halves) in a file such as bench/data/reader_picks.json."""
+    if source.is_dir():
+        chosen: dict[str, list[int]] = {}
+        for path in sorted(source.glob("out-*.json")):
+            chosen.update(json.loads(path.read_text()))
+        return chosen
+    halves = json.loads(source.read_text())["picks"].get(dataset, {})
+    return {pid: places for picks in halves.values() for pid, places in picks.items()}
+
+
+def reader_picks(cases: list[pc.Case], source: Path) -> Picks:
+    chosen = reader_choices(source, cases[0].dataset if cases else "locomo")
     picks: Picks = {}
     for case in cases:
         numbers = chosen.get(pid(case))
@@ -214,7 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ungraded", type=Path, help="write the pairs without a verdict here")
     parser.add_argument("--reader-prompts", type=Path, help="write the reader's input here")
     parser.add_argument("--parts", type=int, default=8)
-    parser.add_argument("--reader-picks", type=Path, help="score the readers' out-*.json here")
+    parser.add_argument("--reader-picks", type=Path, nargs="?", const=READER_PICKS,
+                        help="score the readers' picks: a folder of out-*.json, or a file "
+                             "(bench/data/reader_picks.json when no path is given)")
     args = parser.parse_args(argv)
     cases = [c for c in pc.load(args.cases) if c.dataset == args.dataset]
     if args.reader_prompts:
