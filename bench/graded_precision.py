@@ -46,6 +46,7 @@ from bench_recall import DEFAULT_LOCOMO  # noqa: E402
 
 from lore_plugin.recall import prompt_judge as pj  # noqa: E402
 from lore_plugin.recall import prompt_recall as pr  # noqa: E402
+from lore_plugin.recall.prompt_evidence import Candidate  # noqa: E402
 
 GRADED = Path(__file__).resolve().parent / "data" / "locomo_graded.json"
 READER_TOP = 10  # candidates a reader sees, by the shipped order
@@ -88,15 +89,16 @@ def item(case: pc.Case, turn: str) -> dict[str, str]:
 def texts(case: pc.Case) -> dict[str, str]:
     """Fragment id -> its text, for every candidate of the case: a LoCoMo turn as stored, a
     note of the other sets as the hook's line shows it (its path, summary and text)."""
-    if case.dataset == "locomo":
-        return {c.fragment.id: c.fragment.content for c in [*case.wide, *case.found]}
-    out = {}
-    for c in [*case.wide, *case.found]:
-        f = c.fragment
-        body = f.summary if f.content.strip() == f.summary.strip() else \
-            f"{f.summary} — {f.content}"
-        out[f.id] = f"{c.path}: {body}" if c.path else body
-    return out
+    locomo = case.dataset == "locomo"
+    return {c.fragment.id: c.fragment.content if locomo else line(c)
+            for c in [*case.wide, *case.found]}
+
+
+def line(c: Candidate) -> str:
+    """A candidate as the hook's line shows it: its path, summary and text."""
+    f = c.fragment
+    body = f.summary if f.content.strip() == f.summary.strip() else f"{f.summary} — {f.content}"
+    return f"{c.path}: {body}" if c.path else body
 
 
 Picks = dict[str, list[str]]  # question -> the fragment ids injected for it

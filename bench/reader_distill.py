@@ -61,7 +61,7 @@ def build_groups(cases_path: Path, out: Path) -> None:
         if case.dataset == "locomo" and not case.related and case not in sampled(cases, case):
             continue
         shown = gp.shown_to_reader(case)
-        lines = line_texts(case)
+        lines = {c.fragment.id: gp.line(c) for c in [*case.wide, *case.found]}
         picked = {shown[n - 1] for n in chosen[case.dataset].get(gp.pid(case), [])
                   if 1 <= n <= len(shown)} if case.related else set()
         if case.half == pc.HALVES[1]:
@@ -92,17 +92,6 @@ def sampled(cases: list[Any], case: Any) -> list[Any]:
         _SAMPLES[case.half] = {id(c) for c in gp.reader_cases(half, "locomo", case.half)
                                if not c.related}
     return [case] if id(case) in _SAMPLES[case.half] else []
-
-
-def line_texts(case: Any) -> dict[str, str]:
-    """Fragment id -> the candidate as the hook's line shows it: its path, summary and text."""
-    out = {}
-    for c in [*case.wide, *case.found]:
-        f = c.fragment
-        body = f.summary if f.content.strip() == f.summary.strip() else \
-            f"{f.summary} — {f.content}"
-        out[f.id] = f"{c.path}: {body}" if c.path else body
-    return out
 
 
 def evaluate(cases_path: Path, groups_path: Path, scores_path: Path) -> None:

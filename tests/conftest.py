@@ -153,6 +153,20 @@ def bench_recall():
     return sys.modules["bench_recall"]
 
 
+def bench_modules(*names: str):
+    """bench/<name>.py for each name, in order (a module after the ones it imports), as
+    modules (bench/ is not a package), each loaded once; the last of them."""
+    bench_recall()
+    for name in names:
+        if name not in sys.modules:
+            spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+            assert spec and spec.loader
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+    return sys.modules[names[-1]]
+
+
 def python_env(**extra: str) -> dict[str, str]:
     """Environment for subprocesses that must import this checkout."""
     env = dict(os.environ)

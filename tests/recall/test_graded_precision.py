@@ -6,37 +6,29 @@ place in what the reader was shown. Real memory, real model, the committed verdi
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 from lore_plugin.recall import prompt_judge, prompt_recall
 from lore_plugin.recall.memory import Memory
-from tests.conftest import ROOT, bench_recall
+from tests.conftest import bench_modules
 from tests.recall.test_prompt_answer_shown import conversation
 
 QUESTION = "What did Melanie realize after the charity race?"
 GOLD = "Melanie: after the charity race I realized self-care is important."
 ALSO = "Melanie: since that race I take time for myself, self-care matters."
 OTHER = "Melanie: the charity race raised money for mental health."
+KIDS = "Melanie: my kids cheered for me at the charity race."
 
 
 def graded_module():
-    """bench/graded_precision.py (bench/ is not a package), with the bench modules it imports."""
-    bench_recall()
-    for name in ("prompt_cases", "answer_shown", "graded_precision"):
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-    return sys.modules["graded_precision"]
+    """bench/graded_precision.py, with the bench modules it imports."""
+    return bench_modules("prompt_cases", "answer_shown", "graded_precision")
 
 
 def case_of(gp, memory: Memory):
-    ids = conversation(memory, {"20 January 2023": [GOLD, OTHER], "22 January 2023": [ALSO]})
+    ids = conversation(memory, {"20 January 2023": [GOLD, OTHER],
+                                "22 January 2023": [ALSO, KIDS]})
     found = prompt_recall.gather(memory, QUESTION, set())
     assert found is not None and set(ids.values()) <= {c.fragment.id for c in found}
     case = gp.pc.Case("locomo", QUESTION, True, "held-out", frozenset({ids[GOLD]}), found, [],
@@ -78,10 +70,12 @@ def test_a_readers_picks_are_the_candidates_at_the_places_it_was_shown(memory: M
     likeliest = sorted(prompt_judge.answered(case.found),
                        key=lambda c: -prompt_judge.probability(c))
     assert shown == [c.fragment.id for c in likeliest][:gp.READER_TOP]
-    (tmp_path / "out-0.json").write_text(json.dumps({gp.pid(case): [2, 99, 1, 3, 1]}))
+    assert len(shown) >= 4
+    (tmp_path / "out-0.json").write_text(json.dumps({gp.pid(case): [2, 99, 1, 2, 3, 4]}))
     picks = gp.reader_picks([case], tmp_path)
-    # At most MOST, by the place shown; a place past the list is dropped.
-    assert picks == {QUESTION + "\0True": [shown[1], shown[0], shown[2]][:prompt_judge.MOST]}
+    # At most MOST, by the place shown; a place past the list, or given again, is dropped.
+    assert prompt_judge.MOST == 3
+    assert picks == {QUESTION + "\0True": [shown[1], shown[0], shown[2]]}
 
 
 def test_the_committed_verdicts_are_keyed_by_their_question_and_turn():

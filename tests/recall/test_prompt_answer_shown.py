@@ -4,12 +4,9 @@ model."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 from lore_plugin.recall import prompt_recall
 from lore_plugin.recall.memory import Memory
-from tests.conftest import ROOT, bench_recall
+from tests.conftest import bench_modules
 
 
 def conversation(memory: Memory, turns: dict[str, list[str]]) -> dict[str, str]:
@@ -59,16 +56,8 @@ def test_paths_stay_when_the_answers_fit_with_them(memory: Memory):
 
 
 def answer_shown_module():
-    """bench/answer_shown.py (bench/ is not a package), with the bench modules it imports."""
-    bench_recall()
-    for name in ("prompt_cases", "answer_shown"):
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-            assert spec and spec.loader
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-    return sys.modules["answer_shown"]
+    """bench/answer_shown.py, with the bench modules it imports."""
+    return bench_modules("prompt_cases", "answer_shown")
 
 
 def test_the_bench_counts_an_answer_shown_only_when_its_words_are_in_the_items(memory: Memory):
