@@ -150,6 +150,13 @@ def test_garbage_on_stdin_never_fails_the_session(garbage, env):
     for name in ("stop", "session-end", "session-start", "user-prompt"):
         proc, took = run_hook(name, garbage, env)
         assert proc.returncode == 0 and proc.stderr == b""
+        for _ in range(2):  # over the bound: a load spike passes on a second look, a slow hook not
+            if took < HOOK_STARTUPS[name] * unit:
+                break
+            unit = startup_seconds()
+            proc, again = run_hook(name, garbage, env)
+            assert proc.returncode == 0 and proc.stderr == b""
+            took = min(took, again)
         assert took < HOOK_STARTUPS[name] * unit, (name, took, unit)
 
 
