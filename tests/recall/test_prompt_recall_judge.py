@@ -167,14 +167,18 @@ def test_the_answers_are_ordered_by_the_model_not_by_the_gates_evidence(chat):
                    "John's dogs stay inside in winter", "John skis on cold days"]
 
 
+def bare_note(fid: str) -> Fragment:
+    """A note with nothing but its id and summary: the judge reads only its evidence."""
+    return Fragment(id=fid, content="", summary=f"note {fid}", depth=2, created_at=0.0,
+                    last_accessed=0.0, access_count=0, importance=0.5, decay_rate=0.0,
+                    last_reinforced=0.0, relevance_score=0.5)
+
+
 def test_the_model_rates_the_prompts_words_in_a_notes_own_text_and_searchs_first_place():
     """The fitted weights' directions: the same evidence is likelier when the note's own text
     holds the words (not only its branch), when hybrid search placed it first, and when one of
     its cues is close to the prompt."""
-    note = Fragment(id="n", content="", summary="a note", depth=2, created_at=0.0,
-                    last_accessed=0.0, access_count=0, importance=0.5, decay_rate=0.0,
-                    last_reinforced=0.0, relevance_score=0.5)
-    base = prompt_evidence.Candidate(note, 0.55, 0.0, False, coverage=0.6, own=0.0, rank=4)
+    base = prompt_evidence.Candidate(bare_note("n"), 0.55, 0.0, False, coverage=0.6, own=0.0, rank=4)
     assert prompt_judge.probability(replace(base, own=0.6)) > prompt_judge.probability(base)
     assert prompt_judge.probability(replace(base, rank=0)) > prompt_judge.probability(base)
     assert prompt_judge.probability(replace(base, coverage=0.9)) > prompt_judge.probability(base)
@@ -184,11 +188,7 @@ def test_the_model_rates_the_prompts_words_in_a_notes_own_text_and_searchs_first
 def test_a_close_cue_puts_its_note_first_among_the_answers_that_pass():
     """Two notes pass the gate on the same evidence; the one whose cue is close to the prompt
     is injected first (the order the model fitted with cues gives)."""
-    def note(fid: str) -> Fragment:
-        return Fragment(id=fid, content="", summary=f"note {fid}", depth=2, created_at=0.0,
-                        last_accessed=0.0, access_count=0, importance=0.5, decay_rate=0.0,
-                        last_reinforced=0.0, relevance_score=0.5)
-    plain = prompt_evidence.Candidate(note("a"), 0.6, 0.0, False, coverage=0.6, own=0.6, rank=0)
-    cued = prompt_evidence.Candidate(note("b"), 0.6, 0.0, False, coverage=0.6, own=0.6, rank=1,
+    plain = prompt_evidence.Candidate(bare_note("a"), 0.6, 0.0, False, coverage=0.6, own=0.6, rank=0)
+    cued = prompt_evidence.Candidate(bare_note("b"), 0.6, 0.0, False, coverage=0.6, own=0.6, rank=1,
                                      cue=0.8)
     assert [f.id for f in prompt_judge.judge([plain, cued])] == ["b", "a"]
