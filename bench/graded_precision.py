@@ -101,13 +101,12 @@ def line(c: Candidate) -> str:
     return f"{c.path}: {body}" if c.path else body
 
 
-Picks = dict[str, list[str]]  # question -> the fragment ids injected for it
+Picks = dict[str, list[str]]  # a case's pid() -> the fragment ids injected for it
 
 
 def judged(cases: list[pc.Case]) -> Picks:
     """The shipped judge's injection for each case, as the hook composes it."""
-    return {c.question + "\0" + str(c.related): pr.compose(pj.judge(c.found), where=c.where)[1]
-            for c in cases}
+    return {pid(c): pr.compose(pj.judge(c.found), where=c.where)[1] for c in cases}
 
 
 def score(cases: list[pc.Case], picks: Picks, graded: dict[str, bool]
@@ -117,7 +116,7 @@ def score(cases: list[pc.Case], picks: Picks, graded: dict[str, bool]
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     ungraded: dict[str, dict[str, str]] = {}
     for case in cases:
-        ids = picks.get(case.question + "\0" + str(case.related))
+        ids = picks.get(pid(case))
         if ids is None:
             continue
         locomo = case.dataset == "locomo"
@@ -217,7 +216,7 @@ def reader_picks(cases: list[pc.Case], source: Path) -> Picks:
         shown = shown_to_reader(case)
         places = [n for n in dict.fromkeys(numbers) if 1 <= n <= len(shown)]
         ids = [shown[n - 1] for n in places[:pj.MOST]]
-        picks[case.question + "\0" + str(case.related)] = ids
+        picks[pid(case)] = ids
     return picks
 
 

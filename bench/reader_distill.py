@@ -55,10 +55,13 @@ def build_groups(cases_path: Path, out: Path) -> None:
     conversation = {q["question"]: s["sample_id"] for s in
                     json.loads(gp.DEFAULT_LOCOMO.read_text()) for q in s["qa"]}
     chosen = {d: gp.reader_choices(gp.READER_PICKS, d) for d in SETS}
+    # LoCoMo's unrelated prompts: only the sample each half's readers were given.
+    given = {id(c) for half in pc.HALVES for c in gp.reader_cases(cases, "locomo", half)
+             if not c.related}
     split = random.Random(5)
     rows = []
     for case in cases:
-        if case.dataset == "locomo" and not case.related and case not in sampled(cases, case):
+        if case.dataset == "locomo" and not case.related and id(case) not in given:
             continue
         shown = gp.shown_to_reader(case)
         lines = {c.fragment.id: gp.line(c) for c in [*case.wide, *case.found]}
@@ -77,21 +80,6 @@ def build_groups(cases_path: Path, out: Path) -> None:
     out.write_text("".join(json.dumps(r) + "\n" for r in rows))
     print(f"{len(rows)} groups: " + ", ".join(
         f"{p} {sum(r['part'] == p for r in rows)}" for p in ("train", "valid", "held-out")))
-
-
-_SAMPLES: dict[str, set[int]] = {}
-
-
-def sampled(cases: list[Any], case: Any) -> list[Any]:
-    """LoCoMo's unrelated prompts of the case's half that the readers were given (a sample,
-    graded_precision.reader_cases)."""
-    import graded_precision as gp
-
-    if case.half not in _SAMPLES:
-        half = [c for c in cases if c.dataset == "locomo" and c.half == case.half]
-        _SAMPLES[case.half] = {id(c) for c in gp.reader_cases(half, "locomo", case.half)
-                               if not c.related}
-    return [case] if id(case) in _SAMPLES[case.half] else []
 
 
 def evaluate(cases_path: Path, groups_path: Path, scores_path: Path) -> None:
@@ -116,7 +104,7 @@ def evaluate(cases_path: Path, groups_path: Path, scores_path: Path) -> None:
                 for k in keys:
                     s, case = scores[k], by_key[k]
                     order = sorted(range(len(s)), key=lambda i, s=s: -s[i])
-                    picks[case.question + "\0" + str(case.related)] = \
+                    picks[gp.pid(case)] = \
                         [rows[k]["ids"][i] for i in order[:pj.MOST] if s[i] >= bar]
                 counts, _ = gp.score([by_key[k] for k in keys], picks, graded)
                 n = counts[pc.HALVES[1] if part == "held-out" else pc.HALVES[0]]

@@ -40,7 +40,7 @@ def test_a_turn_graded_as_holding_the_answer_counts_by_meaning_and_an_ungraded_o
         memory: Memory):
     gp = graded_module()
     case, ids = case_of(gp, memory)
-    asked = QUESTION + "\0True"
+    asked = gp.pid(case)
     graded = {gp.key(QUESTION, ALSO): True, gp.key(QUESTION, OTHER): False}
 
     counts, missing = gp.score([case], {asked: [ids[ALSO]]}, graded)
@@ -75,7 +75,7 @@ def test_a_readers_picks_are_the_candidates_at_the_places_it_was_shown(memory: M
     picks = gp.reader_picks([case], tmp_path)
     # At most MOST, by the place shown; a place past the list, or given again, is dropped.
     assert prompt_judge.MOST == 3
-    assert picks == {QUESTION + "\0True": [shown[1], shown[0], shown[2]]}
+    assert picks == {gp.pid(case): [shown[1], shown[0], shown[2]]}
 
 
 def test_the_committed_verdicts_are_keyed_by_their_question_and_turn():
